@@ -1,0 +1,194 @@
+"""pymoe command line.
+
+    python -m pymoe demo [--preset tiny] [--tokens 16] [--backend auto]
+    python -m pymoe plan --preset gpt-oss-120b --max-tokens 64 [--block-size 8]
+    python -m pymoe prewarm --preset gpt-oss-20b --max-tokens 256
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+import pymoe
+from pymoe.presets import PRESETS
+
+# FP4 E2M1 codes, written out here so the demo's float64 check does not share
+# pymoe.formats' decoder.
+_E2M1 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6])
+
+
+def random_layer(preset, fmt: str, seed: int = 0, num_experts: int | None = None):
+    """Random packed FP4 weights + scales of a preset's shape (no float weights:
+    quantizing a real-sized layer would dominate the demo)."""
+    rng = np.random.default_rng(seed)
+    e = num_experts or preset.num_experts
+    h, i = preset.hidden_size, preset.intermediate_size
+    f = 2 * i if preset.activation != "relu2" else i
+    g = 32 if fmt == "mxfp4" else 16
+
+    def packed(n, k):
+        q = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
+        if fmt == "mxfp4":   # 2^(b-127) ~ 1/(3*sqrt(k)) keeps activations O(1)
+            b = int(round(127 - np.log2(3 * np.sqrt(k))))
+            s = rng.integers(b - 1, b + 1, (e, n, -(-k // g)), dtype=np.uint8)
+            return q, s, None
+        s = rng.integers(0x30, 0x38, (e, n, k // g), dtype=np.uint8)   # e4m3 0.5..0.94
+        return q, s, (1.0 / (3 * np.sqrt(k)) * np.ones(e)).astype(np.float32)
+
+    q13, s13, g13 = packed(f, h)
+    q2, s2, g2 = packed(h, i)
+    b13 = rng.standard_normal((e, f)).astype(np.float32) * .1 if preset.bias else None
+    b2 = rng.standard_normal((e, h)).astype(np.float32) * .1 if preset.bias else None
+    return pymoe.prepare_weights(q13, q2, format=fmt, w13_scales=s13, w2_scales=s2,
+                                 w13_global=g13, w2_global=g2, activation=preset.activation,
+                                 w13_layout=preset.w13_layout, w13_bias=b13, w2_bias=b2)
+
+
+def _deq64(packed, scales, fmt, glob):
+    v = np.stack([_E2M1[packed & 15], _E2M1[packed >> 4]], -1).reshape(packed.shape[0], -1)
+    if fmt == "mxfp4":
+        s = np.where(scales == 255, np.nan, 2.0 ** (scales.astype(np.float64) - 127))
+        return v * np.repeat(s, 32, -1)[:, :v.shape[1]]
+    b = scales.astype(np.int64)
+    ex, man = (b >> 3) & 15, b & 7
+    s = np.where(ex == 0, man / 8 * 2.0 ** -6, (1 + man / 8) * 2.0 ** (ex - 7))
+    return v * np.repeat(s, 16, -1) * glob
+
+
+def float64_forward(x64, ew, w, ids):
+    """Independent float64 evaluation (DESIGN section 1, no intermediate rounding)."""
+    t, k = ids.shape
+    y = np.zeros((t, ew.hidden_size))
+    inter = ew.intermediate_size
+    for e in np.unique(ids[(ids >= 0) & (ids < ew.num_experts)]):
+        if ew.format == "nvfp4":
+            g = np.asarray(ew.w13_global, np.float64)[e]
+            col = np.where(np.arange(ew.fc1_rows) < (inter if ew.activation != "relu2"
+                                                     else ew.fc1_rows), g[0], g[1])
+            w13 = _deq64(ew.w13[e], ew.w13_scales[e], "nvfp4", col[:, None])
+            w2 = _deq64(ew.w2[e], ew.w2_scales[e], "nvfp4", float(ew.w2_global[e]))
+        else:
+            w13 = _deq64(ew.w13[e], ew.w13_scales[e], "mxfp4", 1.0)
+            w2 = _deq64(ew.w2[e], ew.w2_scales[e], "mxfp4", 1.0)
+        tt, jj = np.nonzero(ids == e)
+        h = x64[tt] @ w13.T + (0 if ew.w13_bias is None else ew.w13_bias[e])
+        if ew.activation == "relu2":
+            a = np.maximum(h, 0) ** 2
+        else:
+            gate, up = h[:, :inter], h[:, inter:]
+            if ew.swiglu_limit is not None:
+                gate, up = np.minimum(gate, ew.swiglu_limit), np.clip(
+                    up, -ew.swiglu_limit, ew.swiglu_limit)
+            a = (gate / (1 + np.exp(-gate)) * up if ew.activation == "silu" else
+                 gate / (1 + np.exp(-ew.swiglu_alpha * gate)) * (up + 1))
+        h2 = a @ w2.T + (0 if ew.w2_bias is None else ew.w2_bias[e])
+        np.add.at(y, tt, w[tt, jj][:, None] * h2)
+    return y
+
+
+def _bf16(a32):
+    u = np.ascontiguousarray(a32, np.float32).view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def _f32(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def cmd_demo(a) -> int:
+    preset = PRESETS[a.preset]
+    backend = a.backend
+    if backend == "auto":
+        from pymoe import cuda
+        backend = "cuda" if cuda.is_available() else "ref"
+    t0 = time.perf_counter()
+    ew = random_layer(preset, a.format, a.seed, a.num_experts)
+    t_prep = time.perf_counter() - t0
+    rng = np.random.default_rng(a.seed + 1)
+    x_bits = _bf16(rng.standard_normal((a.tokens, preset.hidden_size)))   # bf16 as bits
+    w, ids = pymoe.route_topk(rng.standard_normal((a.tokens, ew.num_experts)), preset.top_k)
+    rows = []
+    if backend == "cuda":
+        from pymoe import cuda
+        import cupy as cp
+        ew_d = cuda.to_device(ew)
+        xd, wd, idd = cp.asarray(x_bits), cp.asarray(w), cp.asarray(ids)
+        pymoe.fused_moe(xd, ew_d, wd, idd, backend="cuda")     # compile + warm
+        cp.cuda.get_current_stream().synchronize()
+        t0 = time.perf_counter()
+        y = pymoe.fused_moe(xd, ew_d, wd, idd, backend="cuda")
+        cp.cuda.get_current_stream().synchronize()
+        rows.append(("cuda", time.perf_counter() - t0, _f32(y.get())))
+    t0 = time.perf_counter()
+    y_ref = pymoe.fused_moe(x_bits, ew, w, ids, backend="ref")
+    rows.append(("ref", time.perf_counter() - t0, _f32(y_ref)))
+    y64 = float64_forward(_f32(x_bits).astype(np.float64), ew, w.astype(np.float64), ids)
+    nrm = np.linalg.norm(y64)
+    print(f"preset {preset.name}: T={a.tokens} E={ew.num_experts} k={preset.top_k} "
+          f"H={ew.hidden_size} I={ew.intermediate_size} {ew.format} {ew.activation} bf16"
+          f"  (weights {ew.nbytes / 2**20:.1f} MiB prepared in {t_prep:.2f} s)")
+    print(f"{'backend':8} {'time':>10} {'rel_l2 vs float64':>18} {'rel_l2 vs ref':>14}")
+    ok = True
+    for name, dt, y in rows:
+        err = float(np.linalg.norm(y - y64) / nrm)
+        vs_ref = float(np.linalg.norm(y - rows[-1][2]) / np.linalg.norm(rows[-1][2]))
+        ok &= err < 1e-2 and vs_ref < 1e-2
+        print(f"{name:8} {dt * 1e3:>8.2f}ms {err:>18.2e} {vs_ref:>14.2e}")
+    print("OK" if ok else "FAILED: error above the bf16 bound 1e-2")
+    return 0 if ok else 1
+
+
+def _caps(a):
+    preset = PRESETS[a.preset]
+    return pymoe.Caps(max_tokens=a.max_tokens, top_k=preset.top_k,
+                      num_experts=preset.num_experts, hidden_size=preset.hidden_size,
+                      intermediate_size=preset.intermediate_size, format=a.format,
+                      activation=preset.activation, w13_layout=preset.w13_layout,
+                      has_bias=preset.bias, block_size_m=a.block_size,
+                      swiglu_limit=7.0 if preset.activation == "swigluoai" else None,
+                      swiglu_alpha=1.702 if preset.activation == "swigluoai" else None)
+
+
+def cmd_plan(a) -> int:
+    print(pymoe.plan(_caps(a)).describe())
+    return 0
+
+
+def cmd_prewarm(a) -> int:
+    from pymoe import cuda
+    if not cuda.is_available():
+        print("prewarm needs a CUDA GPU with numba-cuda and cupy", file=sys.stderr)
+        return 2
+    r = cuda.prewarm(pymoe.plan(_caps(a)))
+    print(f"compiled {r.compiled}  disk hits {r.disk}  memory hits {r.memory}  "
+          f"in {r.seconds:.2f} s")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pymoe", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("demo", help="run a random layer and check it against float64")
+    d.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
+    d.add_argument("--tokens", type=int, default=16)
+    d.add_argument("--format", choices=["mxfp4", "nvfp4"], default="mxfp4")
+    d.add_argument("--backend", choices=["auto", "ref", "cuda"], default="auto")
+    d.add_argument("--num-experts", type=int, default=None,
+                   help="fewer experts than the preset (to fit a small machine)")
+    d.add_argument("--seed", type=int, default=0)
+    for name in ("plan", "prewarm"):
+        p = sub.add_parser(name)
+        p.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
+        p.add_argument("--max-tokens", type=int, default=64)
+        p.add_argument("--block-size", type=int, default=None)
+        p.add_argument("--format", choices=["mxfp4", "nvfp4"], default="mxfp4")
+    a = ap.parse_args(argv)
+    return {"demo": cmd_demo, "plan": cmd_plan, "prewarm": cmd_prewarm}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

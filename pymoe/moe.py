@@ -1,0 +1,122 @@
+"""Public entry points: ``run(binding)`` and the one-shot ``fused_moe(...)``.
+
+    y = pymoe.fused_moe(x, experts, topk_weights, topk_ids)           # ref backend
+    y = pymoe.fused_moe(x_dev, experts, w_dev, ids_dev, backend="cuda")
+
+Backends: ``ref`` (NumPy reference interpreter, any CPU), ``cuda`` (Numba CUDA
+kernels launched on CuPy streams), ``auto`` (cuda when a GPU and the CUDA
+dependencies are present, else ref).  ``ref`` is imported eagerly, ``cuda``
+lazily on first use.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ref
+from .dtypes import dtype_name
+from .plan import Binding, Caps, plan
+
+__all__ = ["run", "fused_moe", "route_topk", "BACKENDS"]
+
+BACKENDS = ("ref", "cuda", "auto")
+
+
+def run(binding: Binding, *, stream=None):
+    """Execute a Binding; returns ``out`` (allocated when the binding has none).
+
+    Host bindings run the NumPy reference; device bindings run the CUDA twin on
+    ``stream`` (a CuPy stream; default the current one)."""
+    if not isinstance(binding, Binding):
+        raise TypeError(f"run takes a pymoe Binding (from Plan.bind), got "
+                        f"{type(binding).__name__}")
+    if binding.kind == "device":
+        from . import cuda
+        return cuda.run(binding, stream=stream)
+    out = binding.out
+    if out is None:
+        out = np.empty(binding.x.shape, binding.x.dtype)
+    if binding.num_tokens:
+        view = out.view(np.uint16) if binding.caps.dtype == "bfloat16" else out
+        ref.run(binding, view)
+    return out
+
+
+def _resolve_backend(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: expected one of {BACKENDS}")
+    if backend == "auto":
+        from . import cuda
+        return "cuda" if cuda.is_available() else "ref"
+    return backend
+
+
+def fused_moe(x, experts, topk_weights, topk_ids, *, backend: str = "ref", out=None,
+              expert_map=None, apply_router_weight_on_input: bool = False,
+              stream=None):
+    """One-shot MoE layer: plan, allocate scratch, bind, run.
+
+    x: [T, H] bf16 (ml_dtypes.bfloat16, torch/CuPy bf16, or uint16 bits) or fp16
+    experts: ExpertWeights from prepare_weights
+    topk_weights: float32 [T, k]; topk_ids: int32/int64 [T, k] (ids outside
+        [0, E), or mapped to -1 by expert_map, contribute 0)
+    expert_map: int32 [global_num_experts] global -> local id or -1
+    Returns y [T, H] like x (a NumPy array for NumPy x on ref; CuPy on cuda
+    unless ``out`` is given, which is written in place).
+    """
+    backend = _resolve_backend(backend)
+    if backend == "cuda":
+        from . import cuda
+        return cuda.fused_moe(x, experts, topk_weights, topk_ids, out=out,
+                              expert_map=expert_map,
+                              apply_router_weight_on_input=apply_router_weight_on_input,
+                              stream=stream)
+    x = np.asarray(x) if not isinstance(x, np.ndarray) else x
+    if x.ndim != 2:
+        raise ValueError(f"x: shape {tuple(x.shape)}, expected [T, H]")
+    tw, ti = np.asarray(topk_weights), np.asarray(topk_ids)
+    if ti.ndim != 2:
+        raise ValueError(f"topk_ids: shape {tuple(ti.shape)}, expected [T, k]")
+    dt = dtype_name(x.dtype) or ("bfloat16" if x.dtype == np.uint16 else None)
+    if dt is None:
+        raise TypeError(f"x: dtype {x.dtype}, expected bfloat16 or float16")
+    if experts.device != "cpu":
+        raise TypeError(f"experts: on {experts.device!r}; the ref backend needs host "
+                        "weights (pymoe.prepare_weights output)")
+    if x.shape[0] == 0:
+        return np.empty(x.shape, x.dtype) if out is None else out
+    caps = Caps.for_weights(experts, max_tokens=x.shape[0], top_k=int(ti.shape[1]),
+                            dtype=dt, apply_router_weight_on_input=apply_router_weight_on_input,
+                            global_num_experts=None if expert_map is None
+                            else int(np.asarray(expert_map).shape[0]))
+    p = plan(caps)
+    scratch = np.empty(p.scratch_nbytes, np.uint8)
+    b = p.bind(scratch=scratch, x=x, experts=experts, topk_weights=tw, topk_ids=ti,
+               out=out, expert_map=expert_map)
+    return run(b)
+
+
+def route_topk(logits, k: int, renormalize: bool = True):
+    """Softmax router: logits [T, E] -> (topk_weights float32 [T, k], topk_ids int32 [T, k]).
+
+    With renormalize the k weights sum to 1 (== softmax over the top-k logits,
+    gpt-oss's routing); without, they are the full-softmax probabilities.
+    Ties pick the lower expert id.  NumPy in, NumPy out; CuPy in, CuPy out.
+    """
+    xp = np
+    if type(logits).__module__.startswith("cupy"):
+        import cupy as xp  # noqa: F811
+    lg = xp.asarray(logits, dtype=xp.float32)
+    if lg.ndim != 2:
+        raise ValueError(f"logits: shape {tuple(lg.shape)}, expected [T, E]")
+    if not 1 <= k <= lg.shape[1]:
+        raise ValueError(f"k={k}: must be in [1, E={lg.shape[1]}]")
+    ids = xp.argsort(-lg, axis=1, kind="stable")[:, :k].astype(xp.int32)      # [T, k]
+    top = xp.take_along_axis(lg, ids.astype(xp.int64), axis=1)
+    if renormalize:
+        e = xp.exp(top - top[:, :1])
+        w = e / e.sum(axis=1, keepdims=True)
+    else:
+        m = lg.max(axis=1, keepdims=True)
+        e = xp.exp(lg - m)
+        w = xp.take_along_axis(e / e.sum(axis=1, keepdims=True), ids.astype(xp.int64), axis=1)
+    return w.astype(xp.float32), ids

@@ -1,0 +1,48 @@
+"""Decode (NumPy twin): small T, no route packing; every route read straight
+from topk_ids.
+
+Shape legend: T tokens, k top-k, R = T*k (r = t*k + j), E experts, H, I.
+
+    decode_fc1: intermediate[r] = round_dtype(act(W13q[e_r] @ x[t] ...))  [R, I]
+                (0 for invalid routes)
+    decode_fc2: y[t] = round_dtype(sum_{j valid, in order} w[r] * (W2q[e_r] @ a[r] ...))
+Same rounding points and summation order as fc1 + fc2 + combine.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import from_float32, to_float32
+from .fc1 import expert_fc1, route_rows
+from .fc2 import expert_fc2
+from .route_pack import local_expert_ids
+
+__all__ = ["decode_fc1", "decode_fc2"]
+
+
+def decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
+               dtype: str, apply_router_weight_on_input: bool = False) -> None:
+    k = topk_ids.shape[1]
+    loc = local_expert_ids(topk_ids, expert_map, experts.num_experts).ravel()   # [R]
+    intermediate[...] = 0
+    for e in np.unique(loc[loc >= 0]):
+        routes = np.flatnonzero(loc == e)
+        xs = route_rows(x, topk_weights, routes, k, dtype, apply_router_weight_on_input)
+        intermediate[routes] = from_float32(expert_fc1(xs, experts, int(e)), dtype)
+
+
+def decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out, *,
+               dtype: str, apply_router_weight_on_input: bool = False) -> None:
+    t, k = topk_ids.shape
+    loc = local_expert_ids(topk_ids, expert_map, experts.num_experts)    # [T, k]
+    ro = np.zeros((t, k, experts.hidden_size), np.float32)               # [T, k, H]
+    w = np.asarray(topk_weights, np.float32)
+    for e in np.unique(loc[loc >= 0]):
+        tt, jj = np.nonzero(loc == e)
+        h = expert_fc2(to_float32(intermediate[tt * k + jj], dtype), experts, int(e))
+        ro[tt, jj] = h if apply_router_weight_on_input else h * w[tt, jj][:, None]
+    acc = np.zeros((t, experts.hidden_size), np.float32)
+    for j in range(k):
+        m = loc[:, j] >= 0
+        acc[m] += ro[m, j]
+    out[...] = from_float32(acc, dtype)

@@ -1,0 +1,57 @@
+"""Route packing (NumPy twin): top-k ids -> routes grouped per expert, padded to B.
+
+Shape legend: T tokens, k top-k, R = T*k flat routes (r = t*k + j), E local
+experts, B block size, S slot capacity (geometry.packed_slots), S/B blocks.
+
+    packed_route_indices[expert_offsets[e] + i] = i-th route of expert e, in
+        increasing r (stable); every other slot holds the sentinel R
+    expert_offsets[e+1] - expert_offsets[e] = count_e rounded up to B
+    block_expert_ids[b] = e owning slots [b*B, (b+1)*B), -1 past the total
+    packed_route_count[0] = expert_offsets[E]
+
+    >>> import numpy as np
+    >>> ids = np.array([[1, 0], [1, 5]], np.int32)       # T=2, k=2, E=2: id 5 invalid
+    >>> off = np.empty(3, np.int32); pri = np.empty(8, np.int32)
+    >>> beid = np.empty(4, np.int32); cnt = np.empty(1, np.int32)
+    >>> route_pack(ids, None, 2, 2, off, pri, beid, cnt)
+    >>> off.tolist(), pri.tolist(), beid.tolist(), cnt.tolist()
+    ([0, 2, 4], [1, 4, 0, 2, 4, 4, 4, 4], [0, 1, -1, -1], [4])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["route_pack", "local_expert_ids"]
+
+
+def local_expert_ids(topk_ids, expert_map, num_experts: int) -> np.ndarray:
+    """[T, k] local expert id of every route, -1 where the route is invalid
+    (id outside the id space, or mapped to -1 by the expert map)."""
+    ids = np.asarray(topk_ids).astype(np.int64)
+    if expert_map is None:
+        return np.where((ids >= 0) & (ids < num_experts), ids, -1)
+    m = np.asarray(expert_map).astype(np.int64)
+    inside = (ids >= 0) & (ids < m.shape[0])
+    return np.where(inside, m[np.clip(ids, 0, m.shape[0] - 1)], -1)
+
+
+def route_pack(topk_ids, expert_map, num_experts: int, block: int, expert_offsets,
+               packed_route_indices, block_expert_ids, packed_route_count) -> None:
+    """Fill the four route buffers in place (see the module docstring)."""
+    loc = local_expert_ids(topk_ids, expert_map, num_experts).ravel()   # [R]
+    r = loc.shape[0]
+    valid = np.flatnonzero(loc >= 0)                                     # [Rv]
+    counts = np.bincount(loc[valid], minlength=num_experts)              # [E]
+    padded = -(-counts // block) * block
+    expert_offsets[0] = 0
+    np.cumsum(padded, out=expert_offsets[1:])
+    total = int(expert_offsets[num_experts])
+    packed_route_count[0] = total
+    packed_route_indices[:] = r
+    order = valid[np.argsort(loc[valid], kind="stable")]                 # [Rv] by expert, then r
+    starts = np.cumsum(counts) - counts                                  # unpadded group starts
+    rank = np.arange(order.shape[0]) - starts[loc[order]]
+    packed_route_indices[expert_offsets[loc[order]] + rank] = order
+    b_start = np.arange(block_expert_ids.shape[0]) * block
+    owner = np.searchsorted(expert_offsets[1:], b_start, side="right")
+    block_expert_ids[:] = np.where(b_start < total, owner, -1)

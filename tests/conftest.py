@@ -1,0 +1,53 @@
+"""Markers, GPU gating, hypothesis profiles and seeds, in one place.
+
+Markers: gpu (CUDA GPU + numba-cuda + cupy), multi_gpu, slow, cudasim (run in its
+own invocation with NUMBA_ENABLE_CUDASIM=1, which numba reads at import).
+Hypothesis profiles: ``dev`` (default, quick) and ``ci`` (PYMOE_HYPOTHESIS_PROFILE=ci).
+"""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", max_examples=40, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", max_examples=200, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("PYMOE_HYPOTHESIS_PROFILE", "dev"))
+
+CUDASIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+def _gpu_count() -> int:
+    if CUDASIM:
+        return 0
+    try:
+        import cupy
+        if not cupy.cuda.is_available():
+            return 0
+        import numba.cuda  # noqa: F401  (the kernels need it too)
+        return cupy.cuda.runtime.getDeviceCount()
+    except Exception:
+        return 0
+
+
+GPUS = _gpu_count()
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "cudasim" in item.keywords and not CUDASIM:
+            item.add_marker(pytest.mark.skip(reason="runs under NUMBA_ENABLE_CUDASIM=1 only"))
+        if CUDASIM and "cudasim" not in item.keywords:
+            item.add_marker(pytest.mark.skip(reason="simulator invocation runs cudasim tests only"))
+        if "gpu" in item.keywords and GPUS < 1:
+            item.add_marker(pytest.mark.skip(reason="no CUDA GPU (cupy/numba-cuda)"))
+        if "multi_gpu" in item.keywords and GPUS < 2:
+            item.add_marker(pytest.mark.skip(reason="needs 2+ CUDA GPUs"))
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    np.random.seed(1234)
+    yield

@@ -1,0 +1,70 @@
+"""Geometry: block sizes, reachable sets, capacities cover every T."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from pymoe import geometry as geo
+
+
+@settings(max_examples=300)
+@given(st.integers(1, 5000), st.integers(1, 16), st.integers(1, 512))
+def test_select_in_reachable_and_capacities_cover(max_tokens, k, E):
+    k = min(k, E)
+    reach = geo.reachable_block_sizes(max_tokens, k, E)
+    buckets = geo.token_buckets(max_tokens, k, E)
+    covered = np.zeros(max_tokens + 1, bool)
+    for reg, b, lo, hi in buckets:
+        assert not covered[lo:hi + 1].any()
+        covered[lo:hi + 1] = True
+        for t in {lo, hi, (lo + hi) // 2}:
+            assert geo.regime_for(t) == reg
+            if reg == "packed":
+                assert geo.select_block_size(t, k, E) == b
+    assert covered[1:].all()
+    for t in np.unique(np.linspace(1, max_tokens, 50).astype(int)):
+        t = int(t)
+        if geo.regime_for(t) == "packed":
+            b = geo.select_block_size(t, k, E)
+            assert b in reach
+            # capacity covers the worst routing: all distinct experts, each padded
+            r = t * k
+            worst = sum(-(-c // b) * b for c in np.bincount(np.arange(r) % E, minlength=E))
+            assert worst <= geo.packed_slots(r, E, b)
+            one = -(-r // b) * b                       # all routes to one expert
+            assert one <= geo.packed_slots(r, E, b)
+
+
+def test_select_monotone():
+    for k, E in [(1, 1), (4, 32), (8, 160), (2, 7), (8, 512)]:
+        prev = 0
+        for t in range(1, 5000):
+            b = geo.select_block_size(t, k, E)
+            assert b >= prev and b in geo.BLOCK_SIZES
+            prev = b
+
+
+def test_pin_is_honoured():
+    assert geo.reachable_block_sizes(100, 4, 8, pin=64) == (64,)
+    assert geo.select_block_size(10, 4, 8, pin=16) == 16
+
+
+def test_slots_formula():
+    assert geo.packed_slots(512, 160, 8) == 512 + 160 * 7
+    assert geo.packed_slots(3, 160, 8) == 3 * 8
+    assert geo.num_blocks(17, 8) == 3
+
+
+def test_regime_cut():
+    assert geo.regime_for(geo.DECODE_MAX_TOKENS) == "decode"
+    assert geo.regime_for(geo.DECODE_MAX_TOKENS + 1) == "packed"
+    assert geo.token_buckets(3, 2, 4) == [("decode", None, 1, 3)]
+
+
+def test_launch_keys_hashable_and_bucketed():
+    kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
+              intermediate_size=32, has_bias=False, router_on_input=False,
+              swiglu_limit=None, swiglu_alpha=None)
+    a = geo.launch_keys("packed", 16, **kw)
+    b = geo.launch_keys("packed", 16, **kw)
+    assert a == b and len({*a, *b}) == len(a)
+    assert all(k.kernel for k in geo.launch_keys("decode", None, **kw))

@@ -1,0 +1,228 @@
+"""Planner: Caps validation, required_nbytes, reachable geometry, one arena, bind."""
+import subprocess
+import sys
+import time
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import pymoe
+from pymoe import geometry as geo
+from problems import Case, make_problem
+
+ACCEPT = dict(max_tokens=64, top_k=8, num_experts=160, hidden_size=6144,
+              intermediate_size=512, dtype="bfloat16", activation="silu")
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
+def test_acceptance_case_fits_30_mib(fmt):
+    caps = pymoe.Caps(format=fmt, **ACCEPT)
+    p = pymoe.plan(caps)
+    print(p.describe())
+    n = pymoe.required_nbytes(caps)
+    assert n == p.scratch_nbytes
+    assert n <= 30.03 * 2**20, f"{n / 2**20:.2f} MiB"
+    reach = geo.reachable_block_sizes(64, 8, 160)
+    assert len(reach) == 1
+    pinned = pymoe.Caps(format=fmt, block_size_m=reach[0], **ACCEPT)
+    assert pymoe.required_nbytes(pinned) == n
+    assert pymoe.plan(pinned).layout == p.layout
+    big = pymoe.Caps(format=fmt, block_size_m=geo.BLOCK_SIZES[-1], **ACCEPT)
+    assert pymoe.required_nbytes(big) > n
+
+
+def test_required_nbytes_is_fast():
+    from pymoe.plan import _layout
+    caps = pymoe.Caps(**ACCEPT)
+    t0 = time.perf_counter()
+    for _ in range(200):
+        _layout.cache_clear()
+        pymoe.required_nbytes(caps)
+    per = (time.perf_counter() - t0) / 200
+    assert per < 1e-3, f"{per * 1e6:.0f} us"
+
+
+def test_required_nbytes_without_numba_and_cupy():
+    code = (
+        "import sys, time\n"
+        "for m in ('numba', 'numba.cuda', 'cupy', 'torch'): sys.modules[m] = None\n"
+        "import pymoe\n"
+        "from pymoe.plan import _layout\n"
+        f"c = pymoe.Caps(**{ACCEPT!r})\n"
+        "t = time.perf_counter(); n = pymoe.required_nbytes(c); dt = time.perf_counter() - t\n"
+        "assert n == pymoe.plan(c).scratch_nbytes\n"
+        "print(n, dt)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    n, dt = r.stdout.split()
+    assert int(n) > 0 and float(dt) < 1e-3
+
+
+def test_ep_plan_uses_global_expert_space():
+    local = pymoe.Caps(max_tokens=512, top_k=8, num_experts=16, hidden_size=256,
+                       intermediate_size=128)
+    ep = pymoe.Caps(max_tokens=512, top_k=8, num_experts=16, hidden_size=256,
+                    intermediate_size=128, global_num_experts=256)
+    # routes spread over 256 global experts: smaller blocks than 16 local experts imply
+    assert geo.reachable_block_sizes(512, 8, 256) != geo.reachable_block_sizes(512, 8, 16)
+    assert pymoe.required_nbytes(ep) < pymoe.required_nbytes(local)
+    assert pymoe.plan(ep).tensor("packed", "expert_offsets").shape == (17,)
+
+
+def test_arena_is_max_not_sum():
+    caps = pymoe.Caps(max_tokens=300, top_k=4, num_experts=8, hidden_size=128,
+                      intermediate_size=64)
+    p = pymoe.plan(caps)
+    per_regime = {}
+    for t in p.layout:
+        per_regime[t.regime] = max(per_regime.get(t.regime, 0), t.offset + t.nbytes)
+    assert p.scratch_nbytes < sum(per_regime.values()) + 2 * geo.ALIGN
+    assert p.scratch_nbytes >= max(per_regime.values())
+    assert len(geo.reachable_block_sizes(300, 4, 8)) > 1
+    for t in p.layout:
+        assert t.offset % geo.ALIGN == 0
+    assert "MiB" in p.describe()
+
+
+caps_strategy = st.builds(
+    lambda mt, k, e, h, i, fmt, act, pin, g: pymoe.Caps(
+        max_tokens=mt, top_k=min(k, e), num_experts=e, hidden_size=h * 16,
+        intermediate_size=i * 16, format=fmt, activation=act, block_size_m=pin,
+        global_num_experts=None if g == 0 else e + g),
+    st.integers(1, 200), st.integers(1, 8), st.integers(1, 300), st.integers(1, 64),
+    st.integers(1, 64), st.sampled_from(geo.FORMATS), st.sampled_from(geo.ACTIVATIONS),
+    st.sampled_from([None, None, *geo.BLOCK_SIZES]), st.sampled_from([0, 0, 7, 100]))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(caps_strategy)
+def test_every_T_fits_its_planned_tensors(caps):
+    p = pymoe.plan(caps)
+    planned = {(t.regime, t.name): t for t in p.layout}
+    for t in range(1, caps.max_tokens + 1):
+        reg, b, shapes = caps.shapes_for(t)
+        if reg == "packed":
+            assert b in geo.reachable_block_sizes(caps.max_tokens, caps.top_k,
+                                                  caps.num_route_experts, caps.block_size_m)
+        for ts in shapes:
+            pt = planned[(reg, ts.name)]
+            assert all(a <= b_ for a, b_ in zip(ts.shape, pt.shape)), (t, ts, pt)
+            assert pt.offset + ts.nbytes <= p.scratch_nbytes
+    bigger = pymoe.Caps(**{**caps.__dict__, "max_tokens": caps.max_tokens + 1})
+    assert pymoe.required_nbytes(bigger) >= pymoe.required_nbytes(caps)
+
+
+@pytest.mark.parametrize("field,value,exc,match", [
+    ("max_tokens", 0, ValueError, r"Caps.max_tokens=0: must be >= 1"),
+    ("max_tokens", 2.5, TypeError, r"Caps.max_tokens=2.5: expected an int"),
+    ("top_k", 9, ValueError, r"Caps.top_k=9: must be <= the number of experts"),
+    ("format", "int4", ValueError, r"Caps.format='int4': expected one of \('mxfp4', 'nvfp4'\)"),
+    ("activation", "gelu", ValueError, r"Caps.activation='gelu': expected one of"),
+    ("dtype", "float32", ValueError, r"Caps.dtype='float32': expected one of"),
+    ("w13_layout", "x", ValueError, r"Caps.w13_layout='x'"),
+    ("hidden_size", 20, ValueError, r"Caps.hidden_size=20: must be a multiple of 8"),
+    ("block_size_m", 12, ValueError, r"Caps.block_size_m=12: expected None or one of"),
+    ("global_num_experts", 4, ValueError, r"Caps.global_num_experts=4 < num_experts=8"),
+    ("apply_router_weight_on_input", 1, TypeError, r"apply_router_weight_on_input=1"),
+])
+def test_caps_validation(field, value, exc, match):
+    kw = dict(max_tokens=8, top_k=2, num_experts=8, hidden_size=64, intermediate_size=32)
+    kw[field] = value
+    with pytest.raises(exc, match=match):
+        pymoe.Caps(**kw)
+
+
+def test_required_nbytes_type_error():
+    with pytest.raises(TypeError, match="required_nbytes takes a pymoe.Caps, got dict"):
+        pymoe.required_nbytes(dict(ACCEPT))
+    with pytest.raises(TypeError, match="plan takes a pymoe.Caps"):
+        pymoe.plan(None)
+
+
+# ------------------------------------------------------------------ bind
+
+@pytest.fixture
+def bound():
+    prob = make_problem(Case(20, 64, 32, 4, 2, seed=5))
+    caps = pymoe.Caps.for_weights(prob.experts, max_tokens=24, top_k=2)
+    p = pymoe.plan(caps)
+    return prob, p, np.empty(p.scratch_nbytes, np.uint8)
+
+
+def test_bind_runs_every_T_on_one_scratch(bound):
+    prob, p, scratch = bound
+    for t in (1, 3, 8, 9, 20):
+        b = p.bind(scratch=scratch, x=prob.x[:t], experts=prob.experts,
+                   topk_weights=prob.topk_weights[:t], topk_ids=prob.topk_ids[:t])
+        for v in b.views.values():
+            assert np.shares_memory(v, scratch)              # views, no allocation
+        y = pymoe.run(b)
+        want = pymoe.fused_moe(prob.x[:t], prob.experts, prob.topk_weights[:t],
+                               prob.topk_ids[:t])
+        np.testing.assert_array_equal(y.view(np.uint16), want.view(np.uint16))
+    out = np.full_like(prob.x, np.nan)
+    b = p.bind(scratch=scratch, x=prob.x, experts=prob.experts,
+               topk_weights=prob.topk_weights, topk_ids=prob.topk_ids, out=out)
+    assert pymoe.run(b) is out and np.isfinite(out.astype(np.float32)).all()
+
+
+def test_bind_errors(bound):
+    prob, p, scratch = bound
+    ok = dict(scratch=scratch, x=prob.x, experts=prob.experts,
+              topk_weights=prob.topk_weights, topk_ids=prob.topk_ids)
+
+    def bad(match, exc=ValueError, **kw):
+        with pytest.raises(exc, match=match):
+            p.bind(**{**ok, **kw})
+
+    bad(f"scratch has {p.scratch_nbytes - 1} bytes, requires {p.scratch_nbytes}",
+        scratch=scratch[:-1])
+    bad("scratch: expected a 1-D uint8 array", TypeError, scratch=scratch.view(np.int32))
+    big = np.zeros((25, 64), ml_dtypes.bfloat16)
+    bad("x: T=25 tokens exceeds Caps.max_tokens=24", x=big)
+    bad(r"x: dtype float16, expected bfloat16", TypeError, x=prob.x.astype(np.float16))
+    bad(r"x: shape \(20, 32\), expected \[T, 64\]", x=prob.x[:, :32].copy())
+    bad("x: must be C-contiguous", x=np.asfortranarray(prob.x))
+    bad(r"topk_ids: shape \(20, 3\), expected \(20, 2\)",
+        topk_ids=np.zeros((20, 3), np.int32))
+    bad("topk_ids: dtype float32, expected int32 or int64", TypeError,
+        topk_ids=prob.topk_ids.astype(np.float32))
+    bad("topk_weights: dtype float64, expected float32", TypeError,
+        topk_weights=prob.topk_weights.astype(np.float64))
+    bad(r"out: shape \(19, 64\), expected \(20, 64\)", out=prob.x[:19].copy())
+    bad("out: dtype float32, expected bfloat16", TypeError,
+        out=np.zeros((20, 64), np.float32))
+    bad("experts: expected pymoe.ExpertWeights", TypeError, experts=object())
+    other = make_problem(Case(4, 64, 32, 5, 2)).experts
+    bad(r"experts.num_experts=5 but Caps.num_experts=4", experts=other)
+
+
+def test_expert_map_validation():
+    prob = make_problem(Case(10, 64, 32, 4, 2, ep=True))
+    caps = pymoe.Caps.for_weights(prob.experts, max_tokens=10, top_k=2,
+                                  global_num_experts=8)
+    p = pymoe.plan(caps)
+    s = np.empty(p.scratch_nbytes, np.uint8)
+    kw = dict(scratch=s, x=prob.x, experts=prob.experts, topk_weights=prob.topk_weights,
+              topk_ids=prob.topk_ids)
+    with pytest.raises(ValueError, match="expert_map is required"):
+        p.bind(**kw)
+    with pytest.raises(ValueError, match=r"expert_map: shape \(4,\), expected \(8,\)"):
+        p.bind(**kw, expert_map=np.arange(4, dtype=np.int32))
+    with pytest.raises(TypeError, match="expert_map: dtype int64, expected int32"):
+        p.bind(**kw, expert_map=prob.expert_map.astype(np.int64))
+    dup = np.array([0, 0, 1, 2, -1, -1, -1, -1], np.int32)
+    with pytest.raises(ValueError, match="expert_map: local expert 0 appears 2 times"):
+        p.bind(**kw, expert_map=dup)
+    b = p.bind(**kw, expert_map=prob.expert_map)
+    assert pymoe.run(b).shape == prob.x.shape
+
+
+def test_cli_plan():
+    r = subprocess.run([sys.executable, "-m", "pymoe", "plan", "--preset", "gpt-oss-120b",
+                        "--max-tokens", "64", "--block-size", "8"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "route_out" in r.stdout and "MiB" in r.stdout

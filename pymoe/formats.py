@@ -31,13 +31,16 @@ Conventions (where the sources differ, the choice made here):
   what triton_kernels and microxcaling store). A group holding NaN gets byte 255
   (decodes to NaN). A group holding +-inf gets exponent 127 (byte 254): the inf
   saturates to code 7 and decodes to +-inf again (6 * 2^127 overflows float32).
-  Values in (6X, 8X) saturate to 6X: spec behaviour (triton_kernels' default
+  Values in [7X, 8X) saturate to 6X: spec behaviour (triton_kernels' default
   rounds the scale up instead, which never saturates but loses one bit).
 - NVFP4 (ModelOpt recipe, float32 throughout): global = amax / (6 * 448) over
   the finite |w| of each [N, K] matrix (1.0 when that is 0); block scale
   s = (amax_g / 6) / global rounded to E4M3; an all-zero group gets s = 1.0
-  (byte 0x38) as in ModelOpt; a NaN group gets 0x7F (NaN); a block scale that
-  underflows to 0 gives codes 0.
+  (byte 0x38) as in ModelOpt, and so does a group whose s rounds to 0 (its codes
+  are then +-0: ModelOpt would store byte 0 and saturated codes, which decode to
+  0 as well); a NaN group gets 0x7F (NaN). Re-quantizing dequantized weights
+  with the same global gives the same bytes, except for groups whose block
+  scale is an E4M3 subnormal (s < 2^-6): there the recipe itself is not stable.
 - encode_fp4(NaN) gives +-6 (code 7 / 15): E2M1 has no NaN; quantizers carry NaN
   in the scale instead.
 """
@@ -48,18 +51,17 @@ import functools
 
 import numpy as np
 
-__all__ = [
-    "FP4_VALUES", "E8M0_NAN", "FORMATS", "decode_fp4", "encode_fp4", "pack_fp4",
-    "unpack_fp4", "fp4_pair_lut", "decode_e8m0", "encode_e8m0", "decode_e4m3",
-    "encode_e4m3", "mxfp4_num_groups", "quantize_mxfp4", "dequantize_mxfp4",
-    "quantize_nvfp4", "dequantize_nvfp4", "quantize", "dequantize",
-]
+__all__ = ["FP4_VALUES", "E8M0_NAN", "FORMATS", "decode_fp4", "encode_fp4", "pack_fp4",
+           "unpack_fp4", "fp4_pair_lut", "decode_e8m0", "encode_e8m0", "decode_e4m3",
+           "encode_e4m3", "mxfp4_num_groups", "quantize_mxfp4", "dequantize_mxfp4",
+           "quantize_nvfp4", "dequantize_nvfp4", "quantize", "dequantize"]
 
 MXFP4_GROUP = 32
 NVFP4_GROUP = 16
 E8M0_NAN = 255
 E4M3_NAN = 0x7F
 E4M3_MAX = 448.0
+_E4M3_ONE = 0x38
 FP4_MAX = 6.0
 FORMATS = ("mxfp4", "nvfp4")
 
@@ -74,12 +76,6 @@ _CHUNK_ELEMS = 1 << 18
 
 # ----------------------------------------------------------------------------- tables
 
-def _e8m0_table() -> np.ndarray:
-    table = np.ldexp(1.0, np.arange(256) - 127)
-    table[E8M0_NAN] = np.nan
-    return table.astype(np.float32)  # exact: 2^-127 is a float32 subnormal
-
-
 def _e4m3_table() -> np.ndarray:
     b = np.arange(256)
     exp, man = (b >> 3) & 0xF, (b & 7).astype(np.float64)
@@ -89,7 +85,8 @@ def _e4m3_table() -> np.ndarray:
     return table
 
 
-_E8M0_VALUES = _e8m0_table()
+_E8M0_VALUES = np.where(np.arange(256) == E8M0_NAN, np.nan,  # exact: 2^-127 is a
+                        np.ldexp(1.0, np.arange(256) - 127)).astype(np.float32)  # subnormal
 _E4M3_VALUES = _e4m3_table()
 _E4M3_POSITIVE = _E4M3_VALUES[:0x7F].astype(np.float64)  # codes 0..126, ascending
 for _t in (_E8M0_VALUES, _E4M3_VALUES, _E4M3_POSITIVE):
@@ -136,8 +133,8 @@ def _fp4_encode_lut(float_char: str):
     ftype = np.dtype(float_char)
     utype = np.dtype(f"u{ftype.itemsize}")
     shift = np.finfo(ftype).nmant - 2
-    keys = np.arange(1 << (ftype.itemsize * 8 - shift), dtype=utype)
-    reps = np.stack([keys << utype.type(shift), (keys << utype.type(shift)) | utype.type(1)], axis=1)
+    low = np.arange(1 << (ftype.itemsize * 8 - shift), dtype=utype) << utype.type(shift)
+    reps = np.stack([low, low | utype.type(1)], axis=1)   # [key, sticky] representatives
     with np.errstate(invalid="ignore"):  # signalling-NaN representatives
         lut = _fp4_round_by_thresholds(reps.view(ftype).astype(np.float64)).reshape(-1)
     return utype, utype.type(shift), utype.type((1 << shift) - 1), lut
@@ -212,10 +209,7 @@ def decode_e8m0(b) -> np.ndarray:
 
 
 def encode_e8m0(x) -> np.ndarray:
-    """E8M0 bytes of exact powers of two in [2^-127, 2^127]; NaN -> 255.
-
-    Raises ValueError for anything else (zero, negatives, inf, non-powers of two).
-    """
+    """E8M0 bytes of powers of two in [2^-127, 2^127], NaN -> 255; else ValueError."""
     x = np.asarray(x, dtype=np.float64)
     nan = np.isnan(x)
     mant, exp = np.frexp(np.where(nan, 1.0, x))
@@ -319,8 +313,7 @@ def _mx_exponents(amax: np.ndarray):
 
 
 def _pack_into(out: np.ndarray, codes: np.ndarray) -> None:
-    np.left_shift(codes[:, 1::2], 4, out=out)
-    out |= codes[:, 0::2]
+    np.bitwise_or(codes[:, 0::2], codes[:, 1::2] << 4, out=out)
 
 
 def quantize_mxfp4(w) -> tuple[np.ndarray, np.ndarray]:
@@ -332,8 +325,7 @@ def quantize_mxfp4(w) -> tuple[np.ndarray, np.ndarray]:
     """
     w = _check_weights(w, MXFP4_GROUP, 8)
     work = _work_dtype(w.dtype, "w")
-    K = w.shape[-1]
-    G = mxfp4_num_groups(K)
+    K, G = w.shape[-1], mxfp4_num_groups(w.shape[-1])
     rows = w.reshape(-1, K)
     packed = np.empty((rows.shape[0], K // 2), dtype=np.uint8)
     scales = np.empty((rows.shape[0], G), dtype=np.uint8)
@@ -364,12 +356,13 @@ def _dequant_rows(packed, factors, group, row_scale=None) -> np.ndarray:
     written once while the chunk is in cache."""
     lut, (R, kb) = _pair_lut_u64(), packed.shape
     out = np.empty((R, 2 * kb), dtype=np.float32)
-    for sl in _row_chunks(R, 2 * kb):
-        v = out[sl]
-        v.view(np.uint64)[...] = lut.take(packed[sl].astype(np.intp))
-        _scale_groups(v, factors[sl], group)
-        if row_scale is not None:
-            v *= row_scale[sl, None]
+    with np.errstate(over="ignore"):          # IEEE overflow to inf is the defined result
+        for sl in _row_chunks(R, 2 * kb):
+            v = out[sl]
+            v.view(np.uint64)[...] = lut.take(packed[sl].astype(np.intp))
+            _scale_groups(v, factors[sl], group)
+            if row_scale is not None:
+                v *= row_scale[sl, None]
     return out
 
 
@@ -385,11 +378,9 @@ def dequantize_mxfp4(packed, scales, *, k: int | None = None) -> np.ndarray:
     packed = _check_bytes(packed, "packed")
     scales = _check_bytes(scales, "scales", min_ndim=1)
     stored = 2 * packed.shape[-1]
-    if k is None:
-        k = stored
-    elif not (0 <= int(k) <= stored and int(k) % 2 == 0):
+    k = stored if k is None else int(k)
+    if not (0 <= k <= stored and k % 2 == 0):
         raise ValueError(f"k={k} must be even and in [0, {stored}] (2 * packed.shape[-1])")
-    k = int(k)
     groups = mxfp4_num_groups(k)
     _check_scales(scales, packed.shape[:-1] + (mxfp4_num_groups(stored),),
                   lo=None if k == stored else groups)
@@ -402,14 +393,10 @@ def dequantize_mxfp4(packed, scales, *, k: int | None = None) -> np.ndarray:
 
 def _check_global(global_scale, lead: tuple) -> np.ndarray:
     g = np.asarray(global_scale, dtype=np.float32)
-    if g.size == 1:
-        g = g.reshape(())
-    try:
-        if np.broadcast_shapes(g.shape, lead) != lead:
-            raise ValueError
-    except ValueError:
+    g = g.reshape(()) if g.size == 1 else g
+    if g.ndim > len(lead) or any(n not in (1, m) for n, m in zip(g.shape[::-1], lead[::-1])):
         raise ValueError(f"global_scale has shape {g.shape}, expected one per leading "
-                         f"index: broadcastable to {lead}") from None
+                         f"index: broadcastable to {lead}")
     return np.broadcast_to(g, lead)
 
 
@@ -432,8 +419,7 @@ def quantize_nvfp4(w, global_scale=None) -> tuple[np.ndarray, np.ndarray, np.nda
     when given, is used as is (broadcastable to w.shape[:-2], finite, > 0).
     """
     w = _check_weights(w, NVFP4_GROUP, NVFP4_GROUP)
-    N, K = w.shape[-2:]
-    lead, G = w.shape[:-2], K // NVFP4_GROUP
+    (N, K), lead, G = w.shape[-2:], w.shape[:-2], w.shape[-1] // NVFP4_GROUP
     rows = w.reshape(-1, K)
     R = rows.shape[0]
     if global_scale is None:
@@ -449,10 +435,13 @@ def quantize_nvfp4(w, global_scale=None) -> tuple[np.ndarray, np.ndarray, np.nda
         x = rows[sl].astype(np.float32).reshape(-1, G, NVFP4_GROUP)  # [r, G, 16], a copy
         amax = _group_absmax(x)                          # [r, G], NaN propagates
         s = amax / np.float32(FP4_MAX) / g_rows[sl, None]
-        s[amax == 0] = 1.0                               # ModelOpt: empty group -> scale 1
-        scales[sl] = sb = encode_e4m3(s)
+        s[amax == 0] = 1.0                               # ModelOpt: zero group -> scale 1
+        sb = encode_e4m3(s)
+        under = sb == 0                                  # s underflows e4m3: store a zero
+        sb[under] = _E4M3_ONE                            # group (scale 1, codes +-0)
+        scales[sl] = sb
         eff = _E4M3_VALUES[sb] * g_rows[sl, None]        # float32, as the recipe divides
-        eff[eff == 0] = np.inf                           # underflowed scale -> codes 0
+        eff[under | (eff == 0)] = np.inf
         with np.errstate(invalid="ignore"):
             x /= eff[..., None]
         _pack_into(packed[sl], _encode_fp4_fast(x).reshape(x.shape[0], K))

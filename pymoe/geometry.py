@@ -133,9 +133,11 @@ def packed_slots(num_routes: int, num_experts: int, block: int) -> int:
     """Packed slot capacity: R valid routes, each expert padded up to B.
 
     At most min(R, E) experts are non-empty and each wastes at most B-1 slots:
-    R + min(R, E)*(B-1)  (== min(R*B, R + E*(B-1))).
+    R + min(R, E)*(B-1)  (== min(R*B, R + E*(B-1))), rounded up to whole blocks
+    so a block's CTA never indexes past the buffers.
     """
-    return num_routes + min(num_routes, num_experts) * (block - 1)
+    s = num_routes + min(num_routes, num_experts) * (block - 1)
+    return -(-s // block) * block
 
 
 def num_blocks(slots: int, block: int) -> int:

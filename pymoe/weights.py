@@ -3,12 +3,15 @@
 Shape legend: E experts, H hidden, I intermediate, F = 2I (gated) or I (relu2),
 G13 = ceil(H/g), G2 = ceil(I/g) scale groups (g = 32 MXFP4, 16 NVFP4).
 
-Prepared layout (what both twins read)::
+Prepared layout (what both twins read).  K is padded to Kp = ceil(K/32)*32 so
+every row starts 16-byte aligned and one 16-byte load holds 32 FP4 values (one
+MXFP4 group, two NVFP4 groups); padding nibbles are code 0 (+0.0) and padding
+NVFP4 scales are 0, so the tail can never leak into results::
 
-    w13        uint8 [E, F, H/2]   FP4 pairs, element 2j in the low nibble
-    w13_scales uint8 [E, F, G13]   E8M0 (MXFP4) or E4M3 bits (NVFP4)
-    w2         uint8 [E, H, I/2]
-    w2_scales  uint8 [E, H, G2]
+    w13        uint8 [E, F, Hp/2]  FP4 pairs, element 2j in the low nibble
+    w13_scales uint8 [E, F, G13]   E8M0 (MXFP4) or E4M3 bits (NVFP4), G13 = Hp/g
+    w2         uint8 [E, H, Ip/2]
+    w2_scales  uint8 [E, H, G2]    G2 = Ip/g
     w13_global float32 [E, 2]      NVFP4 only: column 0 scales gate rows (all
                                    rows for relu2), column 1 up rows
     w2_global  float32 [E]         NVFP4 only
@@ -91,6 +94,26 @@ class ExpertWeights:
         return (f"ExpertWeights(format={self.format!r}, activation={self.activation!r}, "
                 f"E={self.num_experts}, H={self.hidden_size}, I={self.intermediate_size}, "
                 f"w13_layout={self.w13_layout!r}, bias={self.has_bias}, device={self.device!r})")
+
+
+K_ALIGN = 32   # values: 16 bytes of packed FP4
+
+
+def padded_k(k_dim: int) -> int:
+    return -(-k_dim // K_ALIGN) * K_ALIGN
+
+
+def _pad_k(packed, scales, fmt, k_dim):
+    """Pad K to a multiple of 32 values (zero codes, zero NVFP4 scales)."""
+    kp = padded_k(k_dim)
+    if kp == k_dim:
+        return packed, scales
+    pw = [(0, 0)] * (packed.ndim - 1) + [(0, (kp - k_dim) // 2)]
+    packed = np.pad(packed, pw)
+    g = num_scale_groups(fmt, kp)
+    if scales.shape[-1] < g:
+        scales = np.pad(scales, [(0, 0)] * (scales.ndim - 1) + [(0, g - scales.shape[-1])])
+    return packed, scales
 
 
 def _check_choice(name, value, allowed):
@@ -270,6 +293,8 @@ def prepare_weights(w13, w2, *, format: str = "mxfp4", w13_scales=None,
             w2, s2, g2 = formats.quantize_nvfp4(w2f)
             g2 = np.asarray(g2, np.float32).reshape(num_experts)
     layout_data = "gate_up" if (not packed and format == "nvfp4") else w13_layout
+    w13, s13 = _pad_k(w13, s13, format, hidden)
+    w2, s2 = _pad_k(w2, s2, format, inter)
     b13 = None if w13_bias is None else np.asarray(_host("w13_bias", w13_bias), np.float32)
     b2 = None if w2_bias is None else np.asarray(_host("w2_bias", w2_bias), np.float32)
     if b13 is not None and b13.shape != (num_experts, rows):

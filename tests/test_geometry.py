@@ -50,6 +50,7 @@ def test_pin_is_honoured():
 
 def test_slots_formula():
     assert geo.packed_slots(512, 160, 8) == 512 + 160 * 7
+    assert geo.packed_slots(5, 3, 8) == 32 and geo.packed_slots(10, 3, 4) == 20
     assert geo.packed_slots(3, 160, 8) == 3 * 8
     assert geo.num_blocks(17, 8) == 3
 

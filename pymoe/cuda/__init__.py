@@ -1,9 +1,27 @@
-"""CUDA twin: Numba CUDA kernels launched on CuPy streams (imported lazily)."""
+"""CUDA twin: Numba CUDA kernels launched on CuPy streams.
+
+``import pymoe.cuda`` is cheap; numba and cupy load on first use of anything
+but ``is_available()``.
+
+    ew_d = pymoe.cuda.to_device(ew)                 # once per model
+    scratch = pymoe.cuda.allocate_scratch(plan)      # once per layer shape
+    pymoe.cuda.prewarm(plan)                         # resolve every launch
+    y = pymoe.run(plan.bind(scratch=scratch, x=x, experts=ew_d, ...), stream=s)
+"""
 from __future__ import annotations
 
 import os
 
-__all__ = ["is_available"]
+__all__ = ["is_available", "to_device", "allocate_scratch", "run", "fused_moe", "prewarm",
+           "freeze", "unfreeze", "is_frozen", "LaunchNotResolvedError",
+           "KernelResolutionFrozenError"]
+
+_LAZY = {
+    "to_device": "runner", "allocate_scratch": "runner", "run": "runner",
+    "fused_moe": "runner", "prewarm": "runner", "PrewarmReport": "runner",
+    "freeze": "launch", "unfreeze": "launch", "is_frozen": "launch",
+    "LaunchNotResolvedError": "launch", "KernelResolutionFrozenError": "launch",
+}
 
 
 def is_available() -> bool:
@@ -18,3 +36,11 @@ def is_available() -> bool:
     except Exception:
         return False
     return True
+
+
+def __getattr__(name):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'pymoe.cuda' has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)

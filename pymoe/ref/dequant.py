@@ -20,11 +20,12 @@ def dequant(experts, which: str, expert: int | None = None, *,
     if which not in ("w13", "w2"):
         raise ValueError(f"which={which!r}: expected 'w13' or 'w2'")
     sel = slice(None) if expert is None else expert
-    packed = np.asarray(getattr(experts, which))[sel]
+    k = experts.hidden_size if which == "w13" else experts.intermediate_size
+    packed = np.asarray(getattr(experts, which))[sel]      # rows padded to Kp (>= K)
     scales = np.asarray(getattr(experts, which + "_scales"))[sel]
     if experts.format == "mxfp4":
-        return formats.dequantize_mxfp4(packed, scales)
-    w = formats.dequantize_nvfp4(packed, scales, np.float32(1.0))
+        return formats.dequantize_mxfp4(packed, scales)[..., :k]
+    w = formats.dequantize_nvfp4(packed, scales, np.float32(1.0))[..., :k]
     if not apply_global:
         return w
     g = np.asarray(getattr(experts, which + "_global"), np.float32)[sel]

@@ -1,0 +1,183 @@
+"""Decode (CUDA twin of pymoe/ref/decode.py): small T, no route packing.
+
+Shape legend: T tokens, k top-k, R = T*k (r = t*k + j), E, H, I, F rows of w13.
+
+    decode_fc1  grid (ceil(I/TN1), R): intermediate[r, n0:n0+TN1] from x[r // k]
+                and expert topk_ids[r] (zeros for an invalid route)
+    decode_fc2  grid (ceil(H/TN2), T): y[t, n0:n0+TN2] = round(sum over valid j,
+                in j order, of w[r] * (W2[e_r] @ a_r * g2 + b2))
+CTA = 8 weight rows x 16 K-lanes; each lane takes 16-byte chunks (32 FP4 values)
+lane, lane+16, ...; partial sums meet in shared memory in a fixed order, so the
+result is deterministic.
+"""
+from __future__ import annotations
+
+from numba import cuda, float32
+
+from ..geometry import LaunchKey, is_gated
+from .gemm import LANES, ROWS, THREADS, make_chunk_dot, make_fc1_epilogue, shape_of
+from .intrinsics import make_act_io
+from .launch import KernelSpec, register, resolve
+from .route_pack import ids_args, local_expert
+
+__all__ = ["decode_fc1", "decode_fc2"]
+
+TN1 = 16      # intermediate columns per decode_fc1 CTA (32 weight rows when gated)
+TN2 = 32      # output columns per decode_fc2 CTA
+
+
+def _act_code(dtype: str) -> str:
+    return "u2[]" if dtype == "bfloat16" else "f2[]"
+
+
+@register("decode_fc1")
+def build_fc1(key: LaunchKey) -> KernelSpec:
+    sh = shape_of(key, "w13")
+    dot = make_chunk_dot(key, sh)
+    epi = make_fc1_epilogue(key)
+    _, store, _ = make_act_io(key.dtype)
+    gated = is_gated(key.activation)
+    nrows = 2 * TN1 if gated else TN1
+    hid, inter = key.hidden_size, key.intermediate_size
+    rows, words, chunks, sg = sh.rows, sh.words, sh.chunks, sh.sgroups
+    spc = 2 if sh.nv else 1
+    res_n = 2 * TN1
+
+    def kernel(x, ids, stride, top_k, emap, has_map, num_ids, tw, w, s, lut, g13, b13,
+               out):
+        tid = cuda.threadIdx.x
+        n0 = cuda.blockIdx.x * TN1
+        r = cuda.blockIdx.y
+        red = cuda.shared.array(THREADS, float32)
+        res = cuda.shared.array(res_n, float32)
+        e = local_expert(ids, stride, r, emap, has_map, num_ids)
+        if e < 0:
+            if tid < TN1 and n0 + tid < inter:
+                store(out, r * inter + n0 + tid, float32(0.0))
+            return
+        t = r // top_k
+        mult = tw[r]
+        slot = tid // LANES
+        lane = tid % LANES
+        for p in range(nrows // ROWS):
+            lr = p * ROWS + slot
+            if gated:
+                n = n0 + (lr % TN1)
+                row = n + (lr // TN1) * inter
+            else:
+                n = n0 + lr
+                row = n
+            acc = float32(0.0)
+            if n < inter:
+                for c in range(lane, chunks, LANES):
+                    acc += dot(w, (e * rows + row) * words + c * 4, s,
+                               (e * rows + row) * sg + c * spc, lut, x,
+                               t * hid + c * 32, hid - c * 32, mult)
+            red[tid] = acc
+            cuda.syncthreads()
+            if lane == 0:
+                v = float32(0.0)
+                for i in range(LANES):
+                    v += red[slot * LANES + i]
+                res[lr] = v
+            cuda.syncthreads()
+        n = n0 + tid
+        if tid < TN1 and n < inter:
+            up = res[TN1 + tid] if gated else float32(0.0)
+            store(out, r * inter + n, epi(res[tid], up, e, n, g13, b13))
+
+    a = _act_code(key.dtype)
+    return KernelSpec(kernel, (a, "i4[]", "i8", "i8", "i4[]", "i8", "i8", "f4[]", "u4[]",
+                               "u1[]", "f4[]", "f4[]", "f4[]", a), THREADS)
+
+
+@register("decode_fc2")
+def build_fc2(key: LaunchKey) -> KernelSpec:
+    sh = shape_of(key, "w2")
+    dot = make_chunk_dot(key, sh, on_input=False)
+    _, store, _ = make_act_io(key.dtype)
+    hid, inter = key.hidden_size, key.intermediate_size
+    words, chunks, sg = sh.words, sh.chunks, sh.sgroups
+    spc = 2 if sh.nv else 1
+    nv, bias, on_input = sh.nv, key.has_bias, key.router_on_input
+
+    def kernel(a, ids, stride, top_k, emap, has_map, num_ids, tw, w, s, lut, g2, b2, out):
+        tid = cuda.threadIdx.x
+        n0 = cuda.blockIdx.x * TN2
+        t = cuda.blockIdx.y
+        red = cuda.shared.array(THREADS, float32)
+        res = cuda.shared.array(TN2, float32)
+        slot = tid // LANES
+        lane = tid % LANES
+        y = float32(0.0)
+        for j in range(top_k):
+            r = t * top_k + j
+            e = local_expert(ids, stride, r, emap, has_map, num_ids)
+            if e >= 0:
+                for p in range(TN2 // ROWS):
+                    lr = p * ROWS + slot
+                    n = n0 + lr
+                    acc = float32(0.0)
+                    if n < hid:
+                        for c in range(lane, chunks, LANES):
+                            acc += dot(w, (e * hid + n) * words + c * 4, s,
+                                       (e * hid + n) * sg + c * spc, lut, a,
+                                       r * inter + c * 32, inter - c * 32, float32(1.0))
+                    red[tid] = acc
+                    cuda.syncthreads()
+                    if lane == 0:
+                        v = float32(0.0)
+                        for i in range(LANES):
+                            v += red[slot * LANES + i]
+                        res[lr] = v
+                    cuda.syncthreads()
+                n = n0 + tid
+                if tid < TN2 and n < hid:
+                    h = res[tid]
+                    if nv:
+                        h *= g2[e]
+                    if bias:
+                        h += b2[e * hid + n]
+                    if not on_input:
+                        h *= tw[r]
+                    y += h
+                cuda.syncthreads()
+        n = n0 + tid
+        if tid < TN2 and n < hid:
+            store(out, t * hid + n, y)
+
+    c = _act_code(key.dtype)
+    return KernelSpec(kernel, (c, "i4[]", "i8", "i8", "i4[]", "i8", "i8", "f4[]", "u4[]",
+                               "u1[]", "f4[]", "f4[]", "f4[]", c), THREADS)
+
+
+def _grid_common(topk_ids, expert_map, num_experts):
+    ids, stride = ids_args(topk_ids)
+    return ids, stride, int(expert_map is not None), (
+        num_experts if expert_map is None else expert_map.shape[0])
+
+
+def decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
+               key: LaunchKey, stream=None) -> None:
+    """Same contract as pymoe.ref.decode.decode_fc1 (device arrays, one launch)."""
+    ids, stride, has_map, num_ids = _grid_common(topk_ids, expert_map, experts.num_experts)
+    t, k = topk_ids.shape
+    d = experts._device_copy
+    kern = resolve(key, stream)
+    kern.launch((-(-experts.intermediate_size // TN1), t * k),
+                (x, ids, stride, k, expert_map, has_map, num_ids, topk_weights,
+                 d["w13_words"], experts.w13_scales, d["scale_lut"], experts.w13_global,
+                 experts.w13_bias, intermediate), stream)
+
+
+def decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out, *,
+               key: LaunchKey, stream=None) -> None:
+    """Same contract as pymoe.ref.decode.decode_fc2 (device arrays, one launch)."""
+    ids, stride, has_map, num_ids = _grid_common(topk_ids, expert_map, experts.num_experts)
+    t, k = topk_ids.shape
+    d = experts._device_copy
+    kern = resolve(key, stream)
+    kern.launch((-(-experts.hidden_size // TN2), t),
+                (intermediate, ids, stride, k, expert_map, has_map, num_ids, topk_weights,
+                 d["w2_words"], experts.w2_scales, d["scale_lut"], experts.w2_global,
+                 experts.w2_bias, out), stream)

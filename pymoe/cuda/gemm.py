@@ -1,0 +1,211 @@
+"""FP4 x 16-bit building blocks shared by the CUDA kernels.
+
+Shape legend: E experts, N weight rows of a projection (F for w13, H for w2),
+K its reduction dim (H for w13, I for w2), Kp = K padded to 32, g the scale
+group (32 MXFP4, 16 NVFP4), R = T*k routes, B block size.
+
+Prepared weights are read as uint32 words: row n of expert e starts at word
+(e*N + n) * Kp/8 and its 16-byte chunk c (32 FP4 values, word q holding values
+c*32 + q*8 .. +7, value i in bits 4i..4i+3) is scaled by scale byte
+(e*N + n) * Kp/g + c (MXFP4) or + 2c + q//2 (NVFP4).  ``lut`` maps a scale byte
+to its value / 4 (``fp4_quarters`` returns 4x the FP4 value, exactly).
+
+Everything here uses only shared memory and __syncthreads, so the simulator
+runs it.  Speed is the next issue's: this is the correct, tiled baseline.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float32, int64
+
+from .. import formats
+from ..geometry import LaunchKey, fc1_rows, is_gated
+from .intrinsics import fp4_quarters, make_act_io, sigmoid
+
+__all__ = ["scale_lut", "Shape", "shape_of", "make_chunk_dot", "make_fc1_epilogue",
+           "make_tile_gemm", "ROWS", "LANES", "THREADS", "TILE_ROWS"]
+
+THREADS = 128
+ROWS, LANES = 8, 16          # GEMV kernels: 8 weight rows at a time x 16 K-lanes
+TILE_ROWS = 64               # block GEMM: weight rows per CTA (gated: 32 gate + 32 up)
+
+
+def scale_lut(fmt: str) -> np.ndarray:
+    """float32[256]: scale byte -> its value / 4 (the FP4 decode yields 4x)."""
+    b = np.arange(256, dtype=np.uint8)
+    v = formats.decode_e8m0(b) if fmt == "mxfp4" else formats.decode_e4m3(b)
+    return (np.asarray(v, np.float64) / 4).astype(np.float32)
+
+
+class Shape:
+    """Compile-time sizes of one projection of a LaunchKey."""
+
+    def __init__(self, key: LaunchKey, which: str):
+        h, i = key.hidden_size, key.intermediate_size
+        self.nv = key.format == "nvfp4"
+        self.group = 16 if self.nv else 32
+        if which == "w13":
+            self.rows, self.k = fc1_rows(key.activation, i), h
+        else:
+            self.rows, self.k = h, i
+        self.kp = -(-self.k // 32) * 32
+        self.words = self.kp // 8                 # uint32 words per row
+        self.chunks = self.kp // 32               # 16-byte chunks per row
+        self.sgroups = self.kp // self.group      # scale bytes per row
+
+
+def shape_of(key: LaunchKey, which: str) -> Shape:
+    return Shape(key, which)
+
+
+def make_chunk_dot(key: LaunchKey, sh: Shape, on_input: bool | None = None):
+    """dot(w, wbase, s, sbase, lut, a, abase, nvalid, mult) -> float32: one
+    16-byte weight chunk against activations a[abase : abase+nvalid] (16-bit,
+    read from global; values past nvalid count as 0), each activation first
+    multiplied by ``mult`` and rounded to the activation dtype when the router
+    weight goes on the input."""
+    load, _, round_ = make_act_io(key.dtype)
+    nv = sh.nv
+    on_input = key.router_on_input if on_input is None else on_input
+
+    @cuda.jit(device=True, inline=True)
+    def dot(w, wbase, s, sbase, lut, a, abase, nvalid, mult):
+        acc = float32(0.0)
+        for q in range(4):
+            if q * 8 < nvalid:
+                word = int64(w[wbase + q])
+                part = float32(0.0)
+                for i in range(8):
+                    xv = load(a, abase + q * 8 + i)
+                    if on_input:
+                        xv = round_(xv * mult)
+                    part += fp4_quarters((word >> (4 * i)) & 15) * xv
+                if nv:
+                    acc += part * lut[s[sbase + (q >> 1)]]
+                else:
+                    acc += part
+        if not nv:
+            acc *= lut[s[sbase]]
+        return acc
+
+    return dot
+
+
+def make_fc1_epilogue(key: LaunchKey):
+    """act(gate, up) (or act(h) for relu2) with global scale and bias: float32."""
+    gated = is_gated(key.activation)
+    nv = key.format == "nvfp4"
+    bias = key.has_bias
+    inter = key.intermediate_size
+    f = fc1_rows(key.activation, inter)
+    act = key.activation
+    lim = float32(0.0 if key.swiglu_limit is None else key.swiglu_limit)
+    has_lim = key.swiglu_limit is not None
+    alpha = float32(0.0 if key.swiglu_alpha is None else key.swiglu_alpha)
+
+    @cuda.jit(device=True, inline=True)
+    def epilogue(gate, up, e, n, g13, b13):
+        if nv:
+            gate *= g13[e * 2]
+            if gated:
+                up *= g13[e * 2 + 1]
+        if bias:
+            gate += b13[e * f + n]
+            if gated:
+                up += b13[e * f + inter + n]
+        if not gated:
+            v = gate if gate > 0 else float32(0.0)
+            return v * v
+        if has_lim:
+            gate = gate if gate < lim else lim
+            up = up if up < lim else lim
+            up = up if up > -lim else -lim
+        if act == "silu":
+            return gate * sigmoid(gate) * up
+        return gate * sigmoid(alpha * gate) * (up + float32(1.0))
+
+    return epilogue
+
+
+def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
+    """gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw, xa, wd)
+
+    One CTA: the B activation rows of block ``blk`` (gather_tokens: x rows of
+    the routes in packed_route_indices; else the block's own slot rows of the
+    intermediate) times TILE_ROWS weight rows of expert e starting at output n0
+    (gated w13: 32 gate rows n0.. and 32 up rows I+n0..), fp32, into
+    acc_tile[B * TILE_ROWS] (shared).  Rows past the logical extent are 0."""
+    load, _, round_ = make_act_io(key.dtype)
+    nv = sh.nv
+    on_input = key.router_on_input and gather_tokens
+    gated_rows = gather_tokens and is_gated(key.activation)
+    half = TILE_ROWS // 2
+    nout = key.intermediate_size if gather_tokens else key.hidden_size
+    kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups
+    b = block
+    mt = b // 8                                    # rows of the block per thread
+    nt = TILE_ROWS // 16                           # weight rows per thread
+    hid = key.hidden_size
+    inter = key.intermediate_size
+    acc_n = mt * nt
+
+    @cuda.jit(device=True, inline=True)
+    def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw, xa, wd):
+        tid = cuda.threadIdx.x
+        mg = tid // 16
+        ng = tid % 16
+        acc = cuda.local.array(acc_n, float32)
+        for i in range(acc_n):
+            acc[i] = float32(0.0)
+        for c in range(chunks):
+            k0 = c * 32
+            for idx in range(tid, b * 32, THREADS):          # activations -> xa[B, 32]
+                m = idx // 32
+                kk = idx % 32
+                v = float32(0.0)
+                slot = blk * b + m
+                if k0 + kk < kdim:
+                    if gather_tokens:
+                        r = int64(pri[slot])
+                        if r < n_routes:
+                            v = load(a, (r // top_k) * hid + k0 + kk)
+                            if on_input:
+                                v = round_(v * tw[r])
+                    else:
+                        v = load(a, slot * inter + k0 + kk)
+                xa[idx] = v
+            if tid < TILE_ROWS:                               # weights -> wd[64, 32]
+                lr = tid
+                if gated_rows:
+                    n = n0 + (lr % half)
+                    row = n + (lr // half) * inter
+                else:
+                    n = n0 + lr
+                    row = n
+                if n < nout:
+                    wb = (e * rows + row) * words + c * 4
+                    sb = (e * rows + row) * sgroups
+                    for q in range(4):
+                        word = int64(w[wb + q])
+                        if nv:
+                            sc = lut[s[sb + 2 * c + (q >> 1)]]
+                        else:
+                            sc = lut[s[sb + c]]
+                        for i in range(8):
+                            wd[lr * 32 + q * 8 + i] = fp4_quarters((word >> (4 * i)) & 15) * sc
+                else:
+                    for i in range(32):
+                        wd[lr * 32 + i] = float32(0.0)
+            cuda.syncthreads()
+            for kk in range(32):
+                for i in range(mt):
+                    av = xa[(mg * mt + i) * 32 + kk]
+                    for j in range(nt):
+                        acc[i * nt + j] += av * wd[(ng * nt + j) * 32 + kk]
+            cuda.syncthreads()
+        for i in range(mt):
+            for j in range(nt):
+                acc_tile[(mg * mt + i) * TILE_ROWS + ng * nt + j] = acc[i * nt + j]
+        cuda.syncthreads()
+
+    return gemm

@@ -1,0 +1,363 @@
+"""Launch resolution: LaunchKey -> loaded kernel, and the launch itself.
+
+Numba compiles, CuPy launches (GPU.md: the Numba dispatcher costs 27-89 us per
+call, a CuPy launch of Numba's PTX about 11 us).
+
+    resolve(key, stream)   memory cache hit: always legal, even during capture.
+                           miss: if the selected stream captures, or freeze() is
+                           on, raise BEFORE any disk lookup, load or compile;
+                           else disk cache -> compile -> load.
+    Kernel.launch(grid, args, stream)   one cuLaunchKernel on the caller's stream.
+
+Disk cache entries are PTX text keyed by sha256(LaunchKey, kernel sources,
+numba / numba-cuda / driver versions, compute capability), written atomically
+(temp file + rename) with a header that names the key hash; a corrupt,
+truncated or foreign entry is recompiled and replaced, never loaded blindly.
+``PYMOE_CACHE_DIR`` overrides the default ($XDG_CACHE_HOME/pymoe or
+~/.cache/pymoe); ``PYMOE_DISK_CACHE=0`` disables it.
+
+Under Numba's CUDA simulator the same kernels run through the Numba
+dispatcher on NumPy arrays (no streams, no capture).
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import numpy as np
+from numba import cuda, types
+
+from .. import env
+from ..geometry import LaunchKey
+from .intrinsics import SIM
+
+__all__ = ["KernelSpec", "Kernel", "resolve", "LaunchNotResolvedError",
+           "KernelResolutionFrozenError", "freeze", "unfreeze", "is_frozen",
+           "stats", "clear_memory_cache", "register"]
+
+
+class LaunchNotResolvedError(RuntimeError):
+    """A launch was not in the memory cache while the stream captures (or while
+    frozen).  Prewarm the plan before capturing."""
+
+
+class KernelResolutionFrozenError(LaunchNotResolvedError):
+    """freeze() is on and a launch was not in the memory cache."""
+
+
+_TYPES = {
+    "u1[]": types.Array(types.uint8, 1, "C"),
+    "u2[]": types.Array(types.uint16, 1, "C"),
+    "f2[]": types.Array(types.float16, 1, "C"),
+    "u4[]": types.Array(types.uint32, 1, "C"),
+    "i4[]": types.Array(types.int32, 1, "C"),
+    "f4[]": types.Array(types.float32, 1, "C"),
+    "i8": types.int64,
+    "f4": types.float32,
+}
+_NP = {"u1[]": np.uint8, "u2[]": np.uint16, "f2[]": np.float16, "u4[]": np.uint32,
+       "i4[]": np.int32, "f4[]": np.float32}
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel as Python source in Numba's CUDA dialect plus its ABI.
+
+    argtypes: one code per argument: 'u1[]' 'u2[]' 'f2[]' 'u4[]' 'i4[]' 'f4[]'
+    (1-D C arrays) or 'i8' / 'f4' scalars.  Every array is passed flat."""
+    pyfunc: Callable
+    argtypes: tuple[str, ...]
+    threads: int
+
+    @property
+    def signature(self):
+        return tuple(_TYPES[a] for a in self.argtypes)
+
+
+_BUILDERS: dict[str, Callable[[LaunchKey], KernelSpec]] = {}
+
+
+def register(name: str) -> Callable:
+    """Decorator: ``@register("fc1")`` on ``build(key) -> KernelSpec``."""
+    def deco(fn):
+        _BUILDERS[name] = fn
+        return fn
+    return deco
+
+
+def _builder(kernel: str):
+    if kernel not in _BUILDERS:
+        from . import decode, fc1, fc2, route_pack  # noqa: F401  (register builders)
+    return _BUILDERS[kernel]
+
+
+# ------------------------------------------------------------------ state
+
+_LOCK = threading.RLock()
+_MEMORY: dict[tuple, "Kernel"] = {}
+_FROZEN = False
+_STATS = {"compiled": 0, "disk": 0, "memory": 0}
+
+
+def freeze() -> None:
+    """Every later memory miss raises KernelResolutionFrozenError, capturing or not."""
+    global _FROZEN
+    _FROZEN = True
+
+
+def unfreeze() -> None:
+    global _FROZEN
+    _FROZEN = False
+
+
+def is_frozen() -> bool:
+    return _FROZEN
+
+
+def stats() -> dict:
+    """Counts since import: compiled / disk hits / memory hits."""
+    return dict(_STATS)
+
+
+def clear_memory_cache() -> None:
+    with _LOCK:
+        _MEMORY.clear()
+
+
+# ------------------------------------------------------------------ kernel
+
+class Kernel:
+    """A resolved launch: a CuPy function (GPU) or a Numba dispatcher (simulator)."""
+
+    def __init__(self, key: LaunchKey, spec: KernelSpec, function, source: str):
+        self.key, self.spec, self.function, self.source = key, spec, function, source
+        self.threads = spec.threads
+        codes = spec.argtypes
+        self._is_array = tuple(c.endswith("[]") for c in codes)
+        self._np = tuple(_NP.get(c) for c in codes)
+        self._scalar = tuple(np.int64 if c == "i8" else np.float32 for c in codes)
+
+    def launch(self, grid, args, stream=None) -> None:
+        """args: per argtype an array (CuPy on the GPU, NumPy in the simulator) or a
+        scalar; ``None`` for an array the kernel will not read (a flag says so)."""
+        if SIM:
+            conv = []
+            for a, is_arr, npdt, sc in zip(args, self._is_array, self._np, self._scalar):
+                if is_arr:
+                    conv.append(np.zeros(1, npdt) if a is None else a.reshape(-1).view(npdt))
+                else:
+                    conv.append(sc(a))
+            self.function[grid, self.threads](*conv)
+            return
+        flat = []
+        z = np.uint64(0)
+        for a, is_arr, sc in zip(args, self._is_array, self._scalar):
+            if is_arr:
+                if a is None:
+                    flat += (z, z, np.int64(0), np.int64(1), z, np.int64(0), np.int64(1))
+                else:
+                    n = np.int64(a.size)
+                    isz = np.int64(a.itemsize)
+                    flat += (z, z, n, isz, np.uint64(a.data.ptr), n, isz)
+            else:
+                flat.append(sc(a))
+        if not isinstance(grid, tuple):
+            grid = (grid,)
+        self.function(grid, (self.threads,), tuple(flat), stream=stream)
+
+
+# ------------------------------------------------------------------ disk cache
+
+def cache_dir() -> str:
+    d = env.get_str("PYMOE_CACHE_DIR")
+    if d:
+        return d
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pymoe")
+
+
+def _versions() -> dict:
+    import numba
+    try:
+        import numba_cuda
+        nc = getattr(numba_cuda, "__version__", "?")
+    except Exception:
+        nc = "?"
+    drv = 0
+    if not SIM:
+        import cupy
+        drv = cupy.cuda.runtime.driverGetVersion()
+    return {"numba": numba.__version__, "numba_cuda": nc, "driver": drv}
+
+
+_SRC_HASH: dict[str, str] = {}
+
+
+def _source_hash(kernel: str) -> str:
+    """Hash of every pymoe.cuda source file the kernels are built from."""
+    h = _SRC_HASH.get("all")
+    if h is None:
+        here = os.path.dirname(__file__)
+        sha = hashlib.sha256()
+        for f in sorted(os.listdir(here)):
+            if f.endswith(".py"):
+                with open(os.path.join(here, f), "rb") as fh:
+                    sha.update(f.encode() + b"\0" + fh.read())
+        with open(os.path.join(here, "..", "geometry.py"), "rb") as fh:
+            sha.update(fh.read())
+        h = _SRC_HASH["all"] = sha.hexdigest()
+    return h
+
+
+def disk_key(key: LaunchKey, cc: tuple[int, int]) -> str:
+    blob = json.dumps({"key": asdict(key), "src": _source_hash(key.kernel),
+                       "versions": _versions(), "cc": list(cc)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+_MAGIC = "// pymoe-ptx "
+
+
+def _disk_read(path: str, digest: str) -> str | None:
+    """PTX from a cache file, or None when absent, corrupt, truncated or foreign."""
+    try:
+        with open(path, "r", encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    head, _, body = text.partition("\n")
+    if not head.startswith(_MAGIC):
+        return None
+    parts = head[len(_MAGIC):].split()
+    if len(parts) != 3 or parts[0] != digest:
+        return None
+    size, check = parts[1], parts[2]
+    if not size.isdigit() or int(size) != len(body.encode()):
+        return None
+    if hashlib.sha256(body.encode()).hexdigest() != check:
+        return None
+    return body
+
+
+def _disk_write(path: str, digest: str, ptx: str) -> None:
+    data = (f"{_MAGIC}{digest} {len(ptx.encode())} "
+            f"{hashlib.sha256(ptx.encode()).hexdigest()}\n{ptx}")
+    d = os.path.dirname(path)
+    try:
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".ptx")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+        os.replace(tmp, path)          # atomic: readers see old or new, never half
+    except OSError:
+        pass                           # a read-only cache dir only costs speed
+
+
+# ------------------------------------------------------------------ resolve
+
+def _capturing(stream) -> bool:
+    if SIM or stream is None:
+        return False
+    import cupy
+    return cupy.cuda.runtime.streamIsCapturing(stream.ptr) != 0
+
+
+def compile_ptx(key: LaunchKey, cc: tuple[int, int]) -> tuple[str, str]:
+    """(ptx, entry name) for ``key``: Numba's compiler, no GPU needed."""
+    spec = _builder(key.kernel)(key)
+    ptx, _ = cuda.compile_ptx(spec.pyfunc, spec.signature, cc=cc)
+    _STATS["compiled"] += 1
+    return ptx, _entry(ptx)
+
+
+def _entry(ptx: str) -> str:
+    return re.search(r"\.entry\s+([\w$]+)", ptx).group(1)
+
+
+def _device_cc() -> tuple[int, int]:
+    import cupy
+    dev = cupy.cuda.Device()
+    return tuple(int(c) for c in dev.compute_capability)   # "90" -> (9, 0)
+
+
+def resolve(key: LaunchKey, stream=None, *, source_out: list | None = None) -> Kernel:
+    """LaunchKey -> Kernel.  See the module docstring for the capture contract."""
+    import_stream = stream
+    k = _MEMORY.get((key, _device_id()))
+    if k is not None:
+        _STATS["memory"] += 1
+        if source_out is not None:
+            source_out.append("memory")
+        return k
+    # A miss.  Decide legality before touching the disk, a module or the compiler.
+    if _FROZEN:
+        raise KernelResolutionFrozenError(
+            f"kernel {key.kernel!r} is not resolved and pymoe.cuda.freeze() is on: "
+            f"key={key}. Prewarm the plan (pymoe.cuda.prewarm(plan)) before freezing.")
+    if _capturing(import_stream):
+        raise LaunchNotResolvedError(
+            f"kernel {key.kernel!r} is not resolved while the selected stream is capturing "
+            f"a CUDA graph: key={key}. Call pymoe.cuda.prewarm(plan) before capture; "
+            "nothing was compiled, loaded or enqueued, so the capture can be ended.")
+    with _LOCK:
+        k = _MEMORY.get((key, _device_id()))
+        if k is not None:
+            return k
+        spec = _builder(key.kernel)(key)
+        if SIM:
+            k = Kernel(key, spec, cuda.jit(spec.pyfunc), "compiled")
+            _STATS["compiled"] += 1
+        else:
+            k = _load_gpu(key, spec)
+        _MEMORY[(key, _device_id())] = k
+        if source_out is not None:
+            source_out.append(k.source)
+        return k
+
+
+def _device_id() -> int:
+    if SIM:
+        return 0
+    import cupy
+    return cupy.cuda.runtime.getDevice()
+
+
+def _load_gpu(key: LaunchKey, spec: KernelSpec) -> Kernel:
+    import cupy
+    cc = _device_cc()
+    ptx = None
+    source = "compiled"
+    use_disk = env.get_bool("PYMOE_DISK_CACHE", True)
+    if use_disk:
+        digest = disk_key(key, cc)
+        path = os.path.join(cache_dir(), digest[:2], digest + ".ptx")
+        ptx = _disk_read(path, digest)
+        if ptx is not None:
+            source = "disk"
+    mod = cupy.cuda.function.Module()
+    if ptx is not None:
+        try:
+            mod.load(ptx.encode())
+            _STATS["disk"] += 1
+        except Exception:      # a foreign or broken entry: recompile and replace
+            ptx = None
+            mod = cupy.cuda.function.Module()
+    if ptx is None:
+        source = "compiled"
+        ptx, _ = cuda.compile_ptx(spec.pyfunc, spec.signature, cc=cc)
+        _STATS["compiled"] += 1
+        mod.load(ptx.encode())
+        if use_disk:
+            _disk_write(path, digest, ptx)
+    fn = mod.get_function(_entry(ptx))
+    k = Kernel(key, spec, fn, source)
+    k.module = mod     # keep the module alive with the function
+    return k

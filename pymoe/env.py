@@ -1,0 +1,37 @@
+"""Environment variables: one helper, one prefix (PYMOE_).  All are listed in the
+README's table.
+
+    PYMOE_CACHE_DIR     disk cache of compiled kernels (default $XDG_CACHE_HOME/pymoe
+                        or ~/.cache/pymoe)
+    PYMOE_DISK_CACHE    0 disables the disk cache (default 1)
+"""
+from __future__ import annotations
+
+import os
+
+__all__ = ["get_str", "get_bool"]
+
+KNOWN = ("PYMOE_CACHE_DIR", "PYMOE_DISK_CACHE", "PYMOE_HYPOTHESIS_PROFILE")
+
+
+def _check(name: str) -> None:
+    if name not in KNOWN:
+        raise KeyError(f"{name} is not a pymoe environment variable ({KNOWN})")
+
+
+def get_str(name: str, default: str | None = None) -> str | None:
+    _check(name)
+    v = os.environ.get(name)
+    return default if v in (None, "") else v
+
+
+def get_bool(name: str, default: bool) -> bool:
+    _check(name)
+    v = os.environ.get(name)
+    if v in (None, ""):
+        return default
+    if v.lower() in ("0", "false", "no", "off"):
+        return False
+    if v.lower() in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{name}={v!r}: expected 0 or 1")

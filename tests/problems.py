@@ -29,6 +29,7 @@ class Case:
     one_expert: bool = False     # every route to expert 0
     empty_expert: bool = False   # expert E-1 receives nothing
     ep: bool = False             # expert parallel: global 2E ids, map half to -1
+    all_invalid: bool = False    # every route invalid: y must be exactly 0
     seed: int = 0
     why: str = field(default="", compare=False)
 
@@ -38,7 +39,8 @@ class Case:
                 + ("-bias" if self.bias else "") + ("-oninput" if self.on_input else "")
                 + (f"-inv{list(self.invalid)}" if self.invalid else "")
                 + ("-one" if self.one_expert else "") + ("-empty" if self.empty_expert else "")
-                + ("-ep" if self.ep else "") + f"-s{self.seed}")
+                + ("-ep" if self.ep else "") + ("-allinv" if self.all_invalid else "")
+                + f"-s{self.seed}")
 
 
 @dataclass
@@ -56,6 +58,8 @@ def make_problem(c: Case) -> Problem:
     rng = np.random.default_rng(c.seed)
     gated = c.activation != "relu2"
     f = 2 * c.I if gated else c.I
+    if c.E * (f * c.H + c.H * c.I) > BIG:
+        return _random_packed_problem(c, rng, f)
     # weights ~ N(0, 1/sqrt(K)) keeps activations O(1) through both projections
     w13 = (rng.standard_normal((c.E, f, c.H)) / np.sqrt(c.H)).astype(np.float32)
     w2 = (rng.standard_normal((c.E, c.H, c.I)) / np.sqrt(c.I)).astype(np.float32)
@@ -72,6 +76,12 @@ def make_problem(c: Case) -> Problem:
     ew = pymoe.prepare_weights(q13, q2, format=c.format, activation=c.activation,
                                w13_layout=c.layout, w13_scales=s13, w2_scales=s2,
                                w13_global=g13, w2_global=g2, w13_bias=b13, w2_bias=b2)
+    x, w, ids, emap = _inputs(c, rng)
+    raw = dict(q13=q13, s13=s13, g13=g13, q2=q2, s2=s2, g2=g2, b13=b13, b2=b2)
+    return Problem(c, x, w, ids, ew, raw, emap)
+
+
+def _inputs(c: Case, rng):
     x = rng.standard_normal((c.T, c.H)).astype(NP_DTYPE[c.dtype])
     n_ids = 2 * c.E if c.ep else c.E
     if c.T:
@@ -90,6 +100,8 @@ def make_problem(c: Case) -> Problem:
         pos = rng.choice(flat.size, size=min(flat.size, 3 * len(c.invalid)), replace=False)
         for i, p in enumerate(pos):
             flat[p] = c.invalid[i % len(c.invalid)]
+    if c.all_invalid:
+        ids[:] = -1
     w = rng.random((c.T, c.k)).astype(np.float32) + np.float32(0.05)
     w /= w.sum(axis=1, keepdims=True)
     emap = None
@@ -97,8 +109,31 @@ def make_problem(c: Case) -> Problem:
         emap = np.full(2 * c.E, -1, np.int32)
         glob = rng.permutation(2 * c.E)[:c.E]
         emap[glob] = np.arange(c.E, dtype=np.int32)
-    raw = dict(q13=q13, s13=s13, g13=g13, q2=q2, s2=s2, g2=g2, b13=b13, b2=b2)
-    return Problem(c, x, w, ids, ew, raw, emap)
+    return x, w, ids, emap
+
+
+# Problems larger than this many weights skip float quantization: random packed
+# bytes and scales (the GPU tests compare against the reference, not the oracle).
+BIG = 4_000_000
+
+
+def _random_packed_problem(c: Case, rng, f: int) -> Problem:
+    def packed(n, k):
+        q = rng.integers(0, 256, (c.E, n, k // 2), dtype=np.uint8)
+        if c.format == "mxfp4":
+            b = int(round(127 - np.log2(3 * np.sqrt(k))))
+            return q, rng.integers(b - 1, b + 1, (c.E, n, -(-k // 32)), dtype=np.uint8), None
+        g = np.full(c.E, 1 / (3 * np.sqrt(k)), np.float32)
+        return q, rng.integers(0x30, 0x38, (c.E, n, k // 16), dtype=np.uint8), g
+    q13, s13, g13 = packed(f, c.H)
+    q2, s2, g2 = packed(c.H, c.I)
+    b13 = rng.standard_normal((c.E, f)).astype(np.float32) * 0.1 if c.bias else None
+    b2 = rng.standard_normal((c.E, c.H)).astype(np.float32) * 0.1 if c.bias else None
+    ew = pymoe.prepare_weights(q13, q2, format=c.format, activation=c.activation,
+                               w13_layout=c.layout, w13_scales=s13, w2_scales=s2,
+                               w13_global=g13, w2_global=g2, w13_bias=b13, w2_bias=b2)
+    x, w, ids, emap = _inputs(c, rng)
+    return Problem(c, x, w, ids, ew, None, emap)
 
 
 def oracle(p: Problem, round_intermediate: bool = True) -> np.ndarray:

@@ -245,6 +245,9 @@ class Binding:
     expert_map: Any
     views: dict = field(repr=False)
     keys: tuple = ()
+    # backend state derived from this binding once (the CUDA twin keeps its
+    # prepared launches here, so a repeated run only enqueues)
+    cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def caps(self) -> Caps:

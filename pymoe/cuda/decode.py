@@ -158,26 +158,26 @@ def _grid_common(topk_ids, expert_map, num_experts):
 
 
 def decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
-               key: LaunchKey, stream=None) -> None:
+               key: LaunchKey, stream=None, prepare: bool = False):
     """Same contract as pymoe.ref.decode.decode_fc1 (device arrays, one launch)."""
     ids, stride, has_map, num_ids = _grid_common(topk_ids, expert_map, experts.num_experts)
     t, k = topk_ids.shape
     d = experts._device_copy
     kern = resolve(key, stream)
-    kern.launch((-(-experts.intermediate_size // TN1), t * k),
+    return kern.launch((-(-experts.intermediate_size // TN1), t * k),
                 (x, ids, stride, k, expert_map, has_map, num_ids, topk_weights,
                  d["w13_words"], experts.w13_scales, d["scale_lut"], experts.w13_global,
-                 experts.w13_bias, intermediate), stream)
+                 experts.w13_bias, intermediate), stream, prepare=prepare)
 
 
 def decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out, *,
-               key: LaunchKey, stream=None) -> None:
+               key: LaunchKey, stream=None, prepare: bool = False):
     """Same contract as pymoe.ref.decode.decode_fc2 (device arrays, one launch)."""
     ids, stride, has_map, num_ids = _grid_common(topk_ids, expert_map, experts.num_experts)
     t, k = topk_ids.shape
     d = experts._device_copy
     kern = resolve(key, stream)
-    kern.launch((-(-experts.hidden_size // TN2), t),
+    return kern.launch((-(-experts.hidden_size // TN2), t),
                 (intermediate, ids, stride, k, expert_map, has_map, num_ids, topk_weights,
                  d["w2_words"], experts.w2_scales, d["scale_lut"], experts.w2_global,
-                 experts.w2_bias, out), stream)
+                 experts.w2_bias, out), stream, prepare=prepare)

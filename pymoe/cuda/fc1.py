@@ -70,13 +70,13 @@ def build(key: LaunchKey) -> KernelSpec:
 
 
 def fc1(x, experts, topk_weights, packed_route_indices, block_expert_ids, intermediate,
-        *, top_k: int, key: LaunchKey, stream=None) -> None:
+        *, top_k: int, key: LaunchKey, stream=None, prepare: bool = False):
     """pymoe.ref.fc1 on device arrays (one launch over every planned block).
     Takes block_expert_ids where the reference walks expert_offsets."""
     d = experts._device_copy
     kern = resolve(key, stream)
-    kern.launch((-(-experts.intermediate_size // tile_n(key.activation)),
+    return kern.launch((-(-experts.intermediate_size // tile_n(key.activation)),
                  block_expert_ids.size),
                 (x, packed_route_indices, block_expert_ids, x.shape[0] * top_k, top_k,
                  topk_weights, d["w13_words"], experts.w13_scales, d["scale_lut"],
-                 experts.w13_global, experts.w13_bias, intermediate), stream)
+                 experts.w13_global, experts.w13_bias, intermediate), stream, prepare=prepare)

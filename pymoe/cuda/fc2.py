@@ -84,22 +84,22 @@ def build_combine(key: LaunchKey) -> KernelSpec:
 
 
 def fc2(intermediate, experts, topk_weights, packed_route_indices, block_expert_ids,
-        route_out, *, top_k: int, key: LaunchKey, stream=None) -> None:
+        route_out, *, top_k: int, key: LaunchKey, stream=None, prepare: bool = False):
     """pymoe.ref.fc2 on device arrays (one launch over every planned block)."""
     d = experts._device_copy
     kern = resolve(key, stream)
-    kern.launch((-(-experts.hidden_size // TILE_ROWS), block_expert_ids.size),
+    return kern.launch((-(-experts.hidden_size // TILE_ROWS), block_expert_ids.size),
                 (intermediate, packed_route_indices, block_expert_ids, route_out.shape[0],
                  top_k, topk_weights, d["w2_words"], experts.w2_scales, d["scale_lut"],
-                 experts.w2_global, experts.w2_bias, route_out), stream)
+                 experts.w2_global, experts.w2_bias, route_out), stream, prepare=prepare)
 
 
 def combine(route_out, topk_ids, expert_map, num_experts: int, out, *, key: LaunchKey,
-            stream=None) -> None:
+            stream=None, prepare: bool = False):
     """pymoe.ref.combine on device arrays (one launch)."""
     ids, stride = ids_args(topk_ids)
     t, k = topk_ids.shape
     kern = resolve(key, stream)
-    kern.launch((-(-out.shape[1] // COMBINE_TN), t),
+    return kern.launch((-(-out.shape[1] // COMBINE_TN), t),
                 (route_out, ids, stride, k, expert_map, int(expert_map is not None),
-                 num_experts if expert_map is None else expert_map.shape[0], out), stream)
+                 num_experts if expert_map is None else expert_map.shape[0], out), stream, prepare=prepare)

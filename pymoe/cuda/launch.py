@@ -145,9 +145,20 @@ class Kernel:
         self._np = tuple(_NP.get(c) for c in codes)
         self._scalar = tuple(np.int64 if c == "i8" else np.float32 for c in codes)
 
-    def launch(self, grid, args, stream=None) -> None:
-        """args: per argtype an array (CuPy on the GPU, NumPy in the simulator) or a
+    def launch(self, grid, args, stream=None, *, prepare: bool = False):
+        """Enqueue on ``stream``; with ``prepare`` return a PreparedLaunch instead.
+
+        args: per argtype an array (CuPy on the GPU, NumPy in the simulator) or a
         scalar; ``None`` for an array the kernel will not read (a flag says so)."""
+        p = self.prepare(grid, args)
+        if prepare:
+            return p
+        p(stream)
+        return None
+
+    def prepare(self, grid, args) -> "PreparedLaunch":
+        if not isinstance(grid, tuple):
+            grid = (grid,)
         if SIM:
             conv = []
             for a, is_arr, npdt, sc in zip(args, self._is_array, self._np, self._scalar):
@@ -155,8 +166,7 @@ class Kernel:
                     conv.append(np.zeros(1, npdt) if a is None else a.reshape(-1).view(npdt))
                 else:
                     conv.append(sc(a))
-            self.function[grid, self.threads](*conv)
-            return
+            return PreparedLaunch(self, grid, tuple(conv))
         flat = []
         z = np.uint64(0)
         for a, is_arr, sc in zip(args, self._is_array, self._scalar):
@@ -169,9 +179,23 @@ class Kernel:
                     flat += (z, z, n, isz, np.uint64(a.data.ptr), n, isz)
             else:
                 flat.append(sc(a))
-        if not isinstance(grid, tuple):
-            grid = (grid,)
-        self.function(grid, (self.threads,), tuple(flat), stream=stream)
+        return PreparedLaunch(self, grid, tuple(flat))
+
+
+class PreparedLaunch:
+    """A launch with its arguments already flattened: calling it is one
+    cuLaunchKernel (the host cost of a replayed decode step)."""
+    __slots__ = ("kernel", "grid", "args", "_block")
+
+    def __init__(self, kernel: Kernel, grid: tuple, args: tuple):
+        self.kernel, self.grid, self.args = kernel, grid, args
+        self._block = (kernel.threads,)
+
+    def __call__(self, stream=None) -> None:
+        if SIM:
+            self.kernel.function[self.grid, self.kernel.threads](*self.args)
+        elif any(self.grid):
+            self.kernel.function(self.grid, self._block, self.args, stream=stream)
 
 
 # ------------------------------------------------------------------ disk cache

@@ -123,7 +123,7 @@ def ids_args(topk_ids):
 
 def route_pack(topk_ids, expert_map, num_experts: int, block: int, expert_offsets,
                packed_route_indices, block_expert_ids, packed_route_count, *,
-               key: LaunchKey, stream=None) -> None:
+               key: LaunchKey, stream=None, prepare: bool = False):
     """Same contract as pymoe.ref.route_pack, on device arrays (one launch)."""
     if num_experts > MAX_EXPERTS:
         raise ValueError(f"num_experts={num_experts}: the route packer supports at most "
@@ -131,7 +131,7 @@ def route_pack(topk_ids, expert_map, num_experts: int, block: int, expert_offset
     ids, stride = ids_args(topk_ids)
     emap = expert_map
     k = resolve(key, stream)
-    k.launch(1, (ids, stride, topk_ids.size, emap, int(emap is not None),
+    return k.launch(1, (ids, stride, topk_ids.size, emap, int(emap is not None),
                  num_experts if emap is None else emap.shape[0], num_experts, block,
                  expert_offsets, packed_route_indices, packed_route_indices.size,
-                 block_expert_ids, block_expert_ids.size, packed_route_count), stream)
+                 block_expert_ids, block_expert_ids.size, packed_route_count), stream, prepare=prepare)

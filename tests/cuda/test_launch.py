@@ -1,0 +1,312 @@
+"""Launch resolution: memory/disk caches, capture contract, freeze, prewarm.
+
+The first group runs on any machine: streams are fakes, the compiler and the
+disk are spies.  The second (marker gpu) captures real CUDA graphs."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pymoe
+from pymoe import geometry as geo
+
+launch = pytest.importorskip("pymoe.cuda.launch")
+
+KEY = geo.LaunchKey("decode_fc1", format="mxfp4", activation="silu", dtype="bfloat16",
+                    hidden_size=64, intermediate_size=32, tile_n=16)
+
+
+class FakeStream:
+    def __init__(self, ptr, capturing):
+        self.ptr, self.capturing = ptr, capturing
+
+
+@pytest.fixture
+def spies(monkeypatch):
+    """Fake device, fake capture query, and spies on every side effect of a miss."""
+    calls = []
+    monkeypatch.setattr(launch, "_device_id", lambda: 0)
+    monkeypatch.setattr(launch, "_capturing", lambda s: bool(s is not None and s.capturing))
+    monkeypatch.setattr(launch, "_disk_read", lambda *a: calls.append("disk") or None)
+    monkeypatch.setattr(launch.cuda, "compile_ptx", lambda *a, **k: calls.append("compile"))
+    monkeypatch.setattr(launch, "_load_gpu", lambda key, spec: calls.append("load") or
+                        launch.Kernel(key, spec, object(), "compiled"))
+    saved = dict(launch._MEMORY)
+    launch._MEMORY.clear()
+    yield calls
+    launch._MEMORY.clear()
+    launch._MEMORY.update(saved)
+    launch.unfreeze()
+
+
+def test_capture_miss_raises_before_any_side_effect(spies):
+    with pytest.raises(pymoe.cuda.LaunchNotResolvedError,
+                       match=r"kernel 'decode_fc1' is not resolved while the selected stream "
+                             r"is capturing.*key=LaunchKey.*prewarm"):
+        launch.resolve(KEY, FakeStream(1, capturing=True))
+    assert spies == []
+    assert issubclass(pymoe.cuda.LaunchNotResolvedError, RuntimeError)
+
+
+def test_selected_stream_decides_not_the_current_one(spies):
+    selected, current = FakeStream(1, True), FakeStream(2, False)
+    with pytest.raises(pymoe.cuda.LaunchNotResolvedError):
+        launch.resolve(KEY, selected)
+    assert spies == []
+    k = launch.resolve(KEY, current)        # the reverse: selected idle -> resolves
+    assert spies == ["load"] and k.key == KEY
+
+
+def test_memory_hit_is_legal_during_capture(spies):
+    k = launch.resolve(KEY, None)
+    spies.clear()
+    assert launch.resolve(KEY, FakeStream(1, True)) is k
+    launch.freeze()
+    assert launch.resolve(KEY, FakeStream(1, True)) is k
+    assert spies == []
+
+
+def test_freeze_makes_every_miss_raise(spies):
+    launch.freeze()
+    assert pymoe.cuda.is_frozen()
+    with pytest.raises(pymoe.cuda.KernelResolutionFrozenError, match="freeze"):
+        launch.resolve(KEY, FakeStream(1, False))
+    with pytest.raises(pymoe.cuda.LaunchNotResolvedError):   # a subclass: one except catches both
+        launch.resolve(KEY, None)
+    assert spies == []
+    launch.unfreeze()
+    assert not pymoe.cuda.is_frozen()
+    launch.resolve(KEY, None)
+    assert spies == ["load"]
+
+
+def test_disk_entries_are_verified(tmp_path):
+    path = str(tmp_path / "ab" / "x.ptx")
+    launch._disk_write(path, "d1", ".version 8.0\n.entry foo(\n")
+    assert launch._disk_read(path, "d1") == ".version 8.0\n.entry foo(\n"
+    assert launch._disk_read(path, "other") is None                      # foreign
+    text = open(path).read()
+    open(path, "w").write(text[:-5])                                     # truncated
+    assert launch._disk_read(path, "d1") is None
+    open(path, "w").write(text.replace("foo", "bar"))                    # corrupt body
+    assert launch._disk_read(path, "d1") is None
+    open(path, "wb").write(b"\xff\x00garbage")                           # not text
+    assert launch._disk_read(path, "d1") is None
+    assert launch._disk_read(str(tmp_path / "missing.ptx"), "d1") is None
+    assert [f for f in os.listdir(tmp_path / "ab") if f.startswith(".tmp")] == []
+
+
+def test_disk_key_covers_key_cc_and_versions(monkeypatch):
+    monkeypatch.setattr(launch, "_versions", lambda: {"numba": "1", "numba_cuda": "1",
+                                                      "driver": 1})
+    a = launch.disk_key(KEY, (9, 0))
+    assert a == launch.disk_key(KEY, (9, 0))
+    assert a != launch.disk_key(KEY, (8, 0))
+    assert a != launch.disk_key(geo.LaunchKey("decode_fc1", format="nvfp4", activation="silu",
+                                              dtype="bfloat16", hidden_size=64,
+                                              intermediate_size=32, tile_n=16), (9, 0))
+    monkeypatch.setattr(launch, "_versions", lambda: {"numba": "2", "numba_cuda": "1",
+                                                      "driver": 1})
+    assert a != launch.disk_key(KEY, (9, 0))
+
+
+def test_cache_dir_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYMOE_CACHE_DIR", str(tmp_path))
+    assert launch.cache_dir() == str(tmp_path)
+    monkeypatch.delenv("PYMOE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert launch.cache_dir() == str(tmp_path / "x" / "pymoe")
+    monkeypatch.setenv("PYMOE_DISK_CACHE", "maybe")
+    with pytest.raises(ValueError, match="PYMOE_DISK_CACHE='maybe'"):
+        pymoe.env.get_bool("PYMOE_DISK_CACHE", True)
+
+
+# ------------------------------------------------------------------ PTX, no GPU
+
+PTX_PRESETS = [("gpt-oss-20b", 256), ("qwen3-30b-a3b", 64), ("tiny", 300)]
+
+
+@pytest.mark.parametrize("preset,max_tokens", PTX_PRESETS)
+@pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
+def test_every_reachable_kernel_compiles_to_ptx(preset, max_tokens, fmt):
+    """CI compiles every LaunchKey the planner can reach for sm_90, no GPU needed."""
+    if launch.SIM:
+        pytest.skip("the simulator replaces the compiler")
+    from pymoe.presets import PRESETS
+    pr = PRESETS[preset]
+    caps = pymoe.Caps(max_tokens=max_tokens, top_k=pr.top_k, num_experts=pr.num_experts,
+                      hidden_size=pr.hidden_size, intermediate_size=pr.intermediate_size,
+                      format=fmt, activation=pr.activation, w13_layout=pr.w13_layout,
+                      has_bias=pr.bias)
+    keys = {k for reg, b, _, _ in caps.buckets() for k in caps.launch_keys(reg, b)}
+    assert {k.kernel for k in keys} >= {"decode_fc1", "decode_fc2"}
+    for key in keys:
+        ptx, entry = launch.compile_ptx(key, (9, 0))
+        assert ".target sm_90" in ptx and entry in ptx, key
+        assert ".local" not in ptx, f"{key.kernel}: local memory (spills / local arrays)"
+        if key.kernel in ("fc1", "fc2", "decode_fc1", "decode_fc2"):
+            assert "fma.rn.f32" in ptx and "bar.sync" in ptx, key.kernel
+
+
+# ------------------------------------------------------------------ on the GPU
+
+def _gpu_problem(T, E=8, H=256, I=128, k=4, seed=0):
+    from problems import Case, make_problem
+    return make_problem(Case(T, H, I, E, k, seed=seed))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("T", [1, 3, 8, 24, 64])
+def test_graph_capture_replay_matches_eager(T):
+    import cupy as cp
+    prob = _gpu_problem(T)
+    ew = pymoe.cuda.to_device(prob.experts)
+    caps = pymoe.Caps.for_weights(prob.experts, max_tokens=64, top_k=4)
+    plan = pymoe.plan(caps)
+    pymoe.cuda.prewarm(plan, progress=False)
+    s = cp.cuda.Stream(non_blocking=True)
+    x = cp.asarray(prob.x.view(np.uint16))
+    w = cp.asarray(prob.topk_weights)
+    ids = cp.asarray(prob.topk_ids)
+    out = cp.empty_like(x)
+    scratch = pymoe.cuda.allocate_scratch(plan)
+    b = plan.bind(scratch=scratch, x=x, experts=ew, topk_weights=w, topk_ids=ids, out=out)
+    pymoe.run(b, stream=s)                     # eager first run prepares the launches
+    s.synchronize()
+    assert cp.cuda.get_current_stream() != s
+    s.begin_capture()
+    pymoe.run(b, stream=s)
+    graph = s.end_capture()
+    scratch2 = pymoe.cuda.allocate_scratch(plan)
+    rng = np.random.default_rng(T)
+    for rep in range(16):
+        nx = (rng.standard_normal(x.shape).astype(np.float32).view(np.uint32) >> 16
+              ).astype(np.uint16)
+        nw, nids = pymoe.route_topk(rng.standard_normal((T, 8)), 4)
+        x2, w2, ids2 = cp.asarray(nx), cp.asarray(nw), cp.asarray(nids)
+        want = pymoe.run(plan.bind(scratch=scratch2, x=x2, experts=ew, topk_weights=w2,
+                                   topk_ids=ids2), stream=s)
+        with s:
+            x[...] = x2
+            w[...] = w2
+            ids[...] = ids2
+            out.fill(0xFFFF)                    # NaN poison between replays
+        graph.launch(s)
+        s.synchronize()
+        assert not np.isnan((out.get().astype(np.uint32) << 16).view(np.float32)).any()
+        np.testing.assert_array_equal(out.get(), want.get(), err_msg=f"replay {rep}")
+
+
+@pytest.mark.gpu
+def test_capture_of_unresolved_key_raises_and_capture_can_end(monkeypatch):
+    import cupy as cp
+    prob = _gpu_problem(3, H=192, I=96)                  # a shape nothing else compiles
+    ew = pymoe.cuda.to_device(prob.experts)
+    plan = pymoe.plan(pymoe.Caps.for_weights(prob.experts, max_tokens=8, top_k=4))
+    x = cp.asarray(prob.x.view(np.uint16))
+    b = plan.bind(scratch=pymoe.cuda.allocate_scratch(plan), x=x, experts=ew,
+                  topk_weights=cp.asarray(prob.topk_weights),
+                  topk_ids=cp.asarray(prob.topk_ids), out=cp.empty_like(x))
+    calls = []
+    monkeypatch.setattr(launch, "_disk_read", lambda *a: calls.append("disk"))
+    monkeypatch.setattr(launch.cuda, "compile_ptx", lambda *a, **k: calls.append("compile"))
+    s = cp.cuda.Stream(non_blocking=True)
+    s.begin_capture()
+    with pytest.raises(pymoe.cuda.LaunchNotResolvedError, match="decode_fc1"):
+        pymoe.run(b, stream=s)
+    graph = s.end_capture()                              # no CUDA error: capture intact
+    graph.launch(s)
+    s.synchronize()
+    assert calls == []
+
+
+@pytest.mark.gpu
+def test_capture_on_current_stream_does_not_block_an_idle_selected_stream():
+    """The reverse: the current stream captures, the selected one does not, so an
+    unresolved launch resolves and runs on the selected stream."""
+    import cupy as cp
+    prob = _gpu_problem(2, H=160, I=96)
+    ew = pymoe.cuda.to_device(prob.experts)
+    plan = pymoe.plan(pymoe.Caps.for_weights(prob.experts, max_tokens=8, top_k=4))
+    x = cp.asarray(prob.x.view(np.uint16))
+    b = plan.bind(scratch=pymoe.cuda.allocate_scratch(plan), x=x, experts=ew,
+                  topk_weights=cp.asarray(prob.topk_weights),
+                  topk_ids=cp.asarray(prob.topk_ids), out=cp.empty_like(x))
+    cap, sel = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    with cap:
+        cap.begin_capture(mode=cp.cuda.runtime.streamCaptureModeRelaxed)
+        assert cp.cuda.get_current_stream().is_capturing()
+        y = pymoe.run(b, stream=sel)
+        cap.end_capture()
+    sel.synchronize()
+    want = pymoe.fused_moe(prob.x, prob.experts, prob.topk_weights, prob.topk_ids)
+    np.testing.assert_array_equal(y.get(), want.view(np.uint16))
+
+
+CHILD = textwrap.dedent("""
+    import json, sys, time
+    import numba.cuda
+    import pymoe
+    from pymoe.cuda import launch
+    calls = []
+    real = numba.cuda.compile_ptx
+    def spy(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+    launch.cuda.compile_ptx = spy
+    from pymoe.presets import PRESETS
+    p = PRESETS["gpt-oss-20b"]
+    caps = pymoe.Caps(max_tokens=256, top_k=p.top_k, num_experts=p.num_experts,
+                      hidden_size=p.hidden_size, intermediate_size=p.intermediate_size,
+                      activation=p.activation, w13_layout=p.w13_layout, has_bias=True,
+                      swiglu_limit=7.0, swiglu_alpha=1.702)
+    import cupy; cupy.cuda.Device().synchronize()
+    r = pymoe.cuda.prewarm(pymoe.plan(caps), progress=False)
+    print(json.dumps(dict(compiled=r.compiled, disk=r.disk, keys=r.keys, seconds=r.seconds,
+                          compiler_calls=len(calls))))
+""")
+
+
+def _child(cache_dir):
+    env = dict(os.environ, PYMOE_CACHE_DIR=str(cache_dir))
+    return subprocess.Popen([sys.executable, "-c", CHILD], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _result(proc):
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.gpu
+def test_disk_cache_fresh_process_is_10x_faster_and_corrupt_entries_recompile(tmp_path):
+    cold = _result(_child(tmp_path))
+    warm = _result(_child(tmp_path))
+    print("cold", cold, "warm", warm)
+    assert cold["compiled"] == cold["keys"] and cold["compiler_calls"] == cold["keys"]
+    assert warm["disk"] == warm["keys"] and warm["compiled"] == 0
+    assert warm["compiler_calls"] == 0
+    assert warm["seconds"] * 10 <= cold["seconds"]
+    files = [os.path.join(d, f) for d, _, fs in os.walk(tmp_path) for f in fs]
+    assert len(files) == cold["keys"]
+    for i, f in enumerate(files):                       # corrupt every entry
+        data = open(f, "rb").read()
+        open(f, "wb").write(data[: len(data) // 2] if i % 2 else b"junk" + data[4:])
+    again = _result(_child(tmp_path))
+    assert again["compiled"] == again["keys"] and again["disk"] == 0
+    fixed = _result(_child(tmp_path))
+    assert fixed["disk"] == fixed["keys"]
+
+
+@pytest.mark.gpu
+def test_two_processes_warming_at_once_both_succeed(tmp_path):
+    a, b = _child(tmp_path), _child(tmp_path)
+    ra, rb = _result(a), _result(b)
+    assert ra["keys"] == rb["keys"]
+    c = _result(_child(tmp_path))
+    assert c["disk"] == c["keys"]

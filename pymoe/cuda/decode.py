@@ -6,6 +6,7 @@ Shape legend: T tokens, k top-k, R = T*k (r = t*k + j), E, H, I, F rows of w13.
                 and expert topk_ids[r] (zeros for an invalid route)
     decode_fc2  grid (ceil(H/TN2), T): y[t, n0:n0+TN2] = round(sum over valid j,
                 in j order, of w[r] * (W2[e_r] @ a_r * g2 + b2))
+The activation row is staged in shared memory as fp32, KSTAGE values at a time.
 CTA = 8 weight rows x 16 K-lanes; each lane takes 16-byte chunks (32 FP4 values)
 lane, lane+16, ...; partial sums meet in shared memory in a fixed order, so the
 result is deterministic.
@@ -15,7 +16,8 @@ from __future__ import annotations
 from numba import cuda, float32
 
 from ..geometry import LaunchKey, is_gated
-from .gemm import LANES, ROWS, THREADS, make_chunk_dot, make_fc1_epilogue, shape_of
+from .gemm import (LANES, ROWS, THREADS, fill_fp4_table, make_chunk_dot, make_fc1_epilogue,
+                   shape_of)
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
 from .route_pack import ids_args, local_expert
@@ -24,6 +26,7 @@ __all__ = ["decode_fc1", "decode_fc2"]
 
 TN1 = 16      # intermediate columns per decode_fc1 CTA (32 weight rows when gated)
 TN2 = 32      # output columns per decode_fc2 CTA
+KSTAGE = 8192 # activations staged per pass (32 KiB of fp32 shared memory)
 
 
 def _act_code(dtype: str) -> str:
@@ -33,33 +36,40 @@ def _act_code(dtype: str) -> str:
 @register("decode_fc1")
 def build_fc1(key: LaunchKey) -> KernelSpec:
     sh = shape_of(key, "w13")
-    dot = make_chunk_dot(key, sh)
-    epi = make_fc1_epilogue(key)
-    _, store, _ = make_act_io(key.dtype)
     gated = is_gated(key.activation)
     nrows = 2 * TN1 if gated else TN1
+    npass = nrows // ROWS
+    dot = make_chunk_dot(key, sh)
+    epi = make_fc1_epilogue(key)
+    load, store, round_ = make_act_io(key.dtype)
     hid, inter = key.hidden_size, key.intermediate_size
-    rows, words, chunks, sg = sh.rows, sh.words, sh.chunks, sh.sgroups
+    rows, words, chunks, sg, kp = sh.rows, sh.words, sh.chunks, sh.sgroups, sh.kp
     spc = 2 if sh.nv else 1
+    stage_n = min(kp, KSTAGE)
+    on_input = key.router_on_input
     res_n = 2 * TN1
+    restage = kp > stage_n          # K beyond one stage: re-stage for every pass
 
     def kernel(x, ids, stride, top_k, emap, has_map, num_ids, tw, w, s, lut, g13, b13,
                out):
         tid = cuda.threadIdx.x
         n0 = cuda.blockIdx.x * TN1
         r = cuda.blockIdx.y
-        red = cuda.shared.array(THREADS, float32)
-        res = cuda.shared.array(res_n, float32)
         e = local_expert(ids, stride, r, emap, has_map, num_ids)
         if e < 0:
             if tid < TN1 and n0 + tid < inter:
                 store(out, r * inter + n0 + tid, float32(0.0))
             return
+        red = cuda.shared.array(THREADS, float32)
+        res = cuda.shared.array(res_n, float32)
+        xs = cuda.shared.array(stage_n, float32)
+        f4 = cuda.shared.array(16, float32)
+        fill_fp4_table(f4)
         t = r // top_k
         mult = tw[r]
         slot = tid // LANES
         lane = tid % LANES
-        for p in range(nrows // ROWS):
+        for p in range(npass):
             lr = p * ROWS + slot
             if gated:
                 n = n0 + (lr % TN1)
@@ -67,12 +77,23 @@ def build_fc1(key: LaunchKey) -> KernelSpec:
             else:
                 n = n0 + lr
                 row = n
+            base = e * rows + row
             acc = float32(0.0)
-            if n < inter:
-                for c in range(lane, chunks, LANES):
-                    acc += dot(w, (e * rows + row) * words + c * 4, s,
-                               (e * rows + row) * sg + c * spc, lut, x,
-                               t * hid + c * 32, hid - c * 32, mult)
+            for k0 in range(0, kp, stage_n):
+                if restage or p == 0:                       # stage x[t, k0:] (fp32)
+                    cuda.syncthreads()
+                    for i in range(tid, stage_n, THREADS):
+                        v = float32(0.0)
+                        if k0 + i < hid:
+                            v = load(x, t * hid + k0 + i)
+                            if on_input:
+                                v = round_(v * mult)
+                        xs[i] = v
+                    cuda.syncthreads()
+                if n < inter:
+                    for c in range(k0 // 32 + lane, min(chunks, (k0 + stage_n) // 32), LANES):
+                        acc += dot(w, base * words + c * 4, s, base * sg + c * spc,
+                                   lut, f4, xs, c * 32 - k0)
             red[tid] = acc
             cuda.syncthreads()
             if lane == 0:
@@ -94,12 +115,15 @@ def build_fc1(key: LaunchKey) -> KernelSpec:
 @register("decode_fc2")
 def build_fc2(key: LaunchKey) -> KernelSpec:
     sh = shape_of(key, "w2")
-    dot = make_chunk_dot(key, sh, on_input=False)
-    _, store, _ = make_act_io(key.dtype)
+    npass = TN2 // ROWS
+    dot = make_chunk_dot(key, sh)
+    load, store, _ = make_act_io(key.dtype)
     hid, inter = key.hidden_size, key.intermediate_size
-    words, chunks, sg = sh.words, sh.chunks, sh.sgroups
+    words, chunks, sg, kp = sh.words, sh.chunks, sh.sgroups, sh.kp
     spc = 2 if sh.nv else 1
+    stage_n = min(kp, KSTAGE)
     nv, bias, on_input = sh.nv, key.has_bias, key.router_on_input
+    restage = kp > stage_n
 
     def kernel(a, ids, stride, top_k, emap, has_map, num_ids, tw, w, s, lut, g2, b2, out):
         tid = cuda.threadIdx.x
@@ -107,6 +131,9 @@ def build_fc2(key: LaunchKey) -> KernelSpec:
         t = cuda.blockIdx.y
         red = cuda.shared.array(THREADS, float32)
         res = cuda.shared.array(TN2, float32)
+        xs = cuda.shared.array(stage_n, float32)
+        f4 = cuda.shared.array(16, float32)
+        fill_fp4_table(f4)
         slot = tid // LANES
         lane = tid % LANES
         y = float32(0.0)
@@ -114,22 +141,31 @@ def build_fc2(key: LaunchKey) -> KernelSpec:
             r = t * top_k + j
             e = local_expert(ids, stride, r, emap, has_map, num_ids)
             if e >= 0:
-                for p in range(TN2 // ROWS):
-                    lr = p * ROWS + slot
-                    n = n0 + lr
+                for p in range(npass):
+                    n = n0 + p * ROWS + slot
+                    base = e * hid + n
                     acc = float32(0.0)
-                    if n < hid:
-                        for c in range(lane, chunks, LANES):
-                            acc += dot(w, (e * hid + n) * words + c * 4, s,
-                                       (e * hid + n) * sg + c * spc, lut, a,
-                                       r * inter + c * 32, inter - c * 32, float32(1.0))
+                    for k0 in range(0, kp, stage_n):
+                        if restage or p == 0:               # stage a[r, k0:] (fp32)
+                            cuda.syncthreads()
+                            for i in range(tid, stage_n, THREADS):
+                                v = float32(0.0)
+                                if k0 + i < inter:
+                                    v = load(a, r * inter + k0 + i)
+                                xs[i] = v
+                            cuda.syncthreads()
+                        if n < hid:
+                            for c in range(k0 // 32 + lane, min(chunks, (k0 + stage_n) // 32),
+                                           LANES):
+                                acc += dot(w, base * words + c * 4, s, base * sg + c * spc,
+                                           lut, f4, xs, c * 32 - k0)
                     red[tid] = acc
                     cuda.syncthreads()
                     if lane == 0:
                         v = float32(0.0)
                         for i in range(LANES):
                             v += red[slot * LANES + i]
-                        res[lr] = v
+                        res[p * ROWS + slot] = v
                     cuda.syncthreads()
                 n = n0 + tid
                 if tid < TN2 and n < hid:
@@ -165,9 +201,10 @@ def decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
     d = experts._device_copy
     kern = resolve(key, stream)
     return kern.launch((-(-experts.intermediate_size // TN1), t * k),
-                (x, ids, stride, k, expert_map, has_map, num_ids, topk_weights,
-                 d["w13_words"], experts.w13_scales, d["scale_lut"], experts.w13_global,
-                 experts.w13_bias, intermediate), stream, prepare=prepare)
+                       (x, ids, stride, k, expert_map, has_map, num_ids, topk_weights,
+                        d["w13_words"], experts.w13_scales, d["scale_lut"],
+                        experts.w13_global, experts.w13_bias, intermediate),
+                       stream, prepare=prepare)
 
 
 def decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out, *,
@@ -178,6 +215,7 @@ def decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out, *
     d = experts._device_copy
     kern = resolve(key, stream)
     return kern.launch((-(-experts.hidden_size // TN2), t),
-                (intermediate, ids, stride, k, expert_map, has_map, num_ids, topk_weights,
-                 d["w2_words"], experts.w2_scales, d["scale_lut"], experts.w2_global,
-                 experts.w2_bias, out), stream, prepare=prepare)
+                       (intermediate, ids, stride, k, expert_map, has_map, num_ids,
+                        topk_weights, d["w2_words"], experts.w2_scales, d["scale_lut"],
+                        experts.w2_global, experts.w2_bias, out),
+                       stream, prepare=prepare)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba import cuda, float32, int64
 
 from ..geometry import LaunchKey
-from .gemm import THREADS, TILE_ROWS, make_tile_gemm, shape_of
+from .gemm import SROW, THREADS, TILE_ROWS, fill_fp4_table, make_tile_gemm, shape_of
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
 from .route_pack import ids_args, local_expert
@@ -28,7 +28,7 @@ def build(key: LaunchKey) -> KernelSpec:
     gemm = make_tile_gemm(key, sh, b, gather_tokens=False)
     hid = key.hidden_size
     nv, bias, on_input = sh.nv, key.has_bias, key.router_on_input
-    xa_n, wd_n, acc_n = b * 32, TILE_ROWS * 32, b * TILE_ROWS
+    xa_n, wd_n, acc_n = b * SROW, TILE_ROWS * SROW, b * TILE_ROWS
 
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, lut, g2, b2, route_out):
         tid = cuda.threadIdx.x
@@ -40,7 +40,10 @@ def build(key: LaunchKey) -> KernelSpec:
         xa = cuda.shared.array(xa_n, float32)
         wd = cuda.shared.array(wd_n, float32)
         acc = cuda.shared.array(acc_n, float32)
-        gemm(acc, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw, xa, wd)
+        f4 = cuda.shared.array(16, float32)
+        fill_fp4_table(f4)
+        cuda.syncthreads()
+        gemm(acc, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw, xa, wd, f4)
         for idx in range(tid, b * TILE_ROWS, THREADS):
             m = idx // TILE_ROWS
             c = idx % TILE_ROWS

@@ -22,12 +22,17 @@ from .. import formats
 from ..geometry import LaunchKey, fc1_rows, is_gated
 from .intrinsics import fp4_quarters, make_act_io, sigmoid
 
-__all__ = ["scale_lut", "Shape", "shape_of", "make_chunk_dot", "make_fc1_epilogue",
-           "make_tile_gemm", "ROWS", "LANES", "THREADS", "TILE_ROWS"]
+__all__ = ["scale_lut", "Shape", "shape_of", "make_chunk_dot", "fill_fp4_table",
+           "make_fc1_epilogue",
+           "make_tile_gemm", "ROWS", "LANES", "THREADS", "TILE_ROWS", "SROW"]
 
 THREADS = 128
 ROWS, LANES = 8, 16          # GEMV kernels: 8 weight rows at a time x 16 K-lanes
 TILE_ROWS = 64               # block GEMM: weight rows per CTA (gated: 32 gate + 32 up)
+# Shared-memory row stride of the [rows, 32] chunk tiles: 33 words, so the 32
+# threads writing one K column (or the 16 reading one) hit 32 different banks
+# (a stride of 32 made every one of those accesses a 16-32-way bank conflict).
+SROW = 33
 
 
 def scale_lut(fmt: str) -> np.ndarray:
@@ -58,32 +63,33 @@ def shape_of(key: LaunchKey, which: str) -> Shape:
     return Shape(key, which)
 
 
-def make_chunk_dot(key: LaunchKey, sh: Shape, on_input: bool | None = None):
-    """dot(w, wbase, s, sbase, lut, a, abase, nvalid, mult) -> float32: one
-    16-byte weight chunk against activations a[abase : abase+nvalid] (16-bit,
-    read from global; values past nvalid count as 0), each activation first
-    multiplied by ``mult`` and rounded to the activation dtype when the router
-    weight goes on the input."""
-    load, _, round_ = make_act_io(key.dtype)
+@cuda.jit(device=True, inline=True)
+def fill_fp4_table(f4):
+    """Shared float32[16] table: code -> 4x its E2M1 value.  16 entries in 16
+    banks, so a warp's lookups never conflict; call before a __syncthreads."""
+    tid = cuda.threadIdx.x
+    if tid < 16:
+        f4[tid] = fp4_quarters(tid)
+
+
+def make_chunk_dot(key: LaunchKey, sh: Shape):
+    """dot(w, wbase, s, sbase, lut, f4, xs, xbase) -> float32: one 16-byte weight
+    chunk (32 FP4 values) against 32 fp32 activations staged in shared memory
+    at xs[xbase:] (zero past the logical K, so the padded tail adds 0)."""
     nv = sh.nv
-    on_input = key.router_on_input if on_input is None else on_input
 
     @cuda.jit(device=True, inline=True)
-    def dot(w, wbase, s, sbase, lut, a, abase, nvalid, mult):
+    def dot(w, wbase, s, sbase, lut, f4, xs, xbase):
         acc = float32(0.0)
         for q in range(4):
-            if q * 8 < nvalid:
-                word = int64(w[wbase + q])
-                part = float32(0.0)
-                for i in range(8):
-                    xv = load(a, abase + q * 8 + i)
-                    if on_input:
-                        xv = round_(xv * mult)
-                    part += fp4_quarters((word >> (4 * i)) & 15) * xv
-                if nv:
-                    acc += part * lut[s[sbase + (q >> 1)]]
-                else:
-                    acc += part
+            word = int64(w[wbase + q])
+            part = float32(0.0)
+            for i in range(8):
+                part += f4[(word >> (4 * i)) & 15] * xs[xbase + q * 8 + i]
+            if nv:
+                acc += part * lut[s[sbase + (q >> 1)]]
+            else:
+                acc += part
         if not nv:
             acc *= lut[s[sbase]]
         return acc
@@ -128,7 +134,7 @@ def make_fc1_epilogue(key: LaunchKey):
 
 
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
-    """gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw, xa, wd)
+    """gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw, xa, wd, f4)
 
     One CTA: the B activation rows of block ``blk`` (gather_tokens: x rows of
     the routes in packed_route_indices; else the block's own slot rows of the
@@ -150,7 +156,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     acc_n = mt * nt
 
     @cuda.jit(device=True, inline=True)
-    def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw, xa, wd):
+    def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw, xa, wd, f4):
         tid = cuda.threadIdx.x
         mg = tid // 16
         ng = tid % 16
@@ -173,7 +179,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                                 v = round_(v * tw[r])
                     else:
                         v = load(a, slot * inter + k0 + kk)
-                xa[idx] = v
+                xa[m * SROW + kk] = v
             if tid < TILE_ROWS:                               # weights -> wd[64, 32]
                 lr = tid
                 if gated_rows:
@@ -192,20 +198,20 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                         else:
                             sc = lut[s[sb + c]]
                         for i in range(8):
-                            wd[lr * 32 + q * 8 + i] = fp4_quarters((word >> (4 * i)) & 15) * sc
+                            wd[lr * SROW + q * 8 + i] = f4[(word >> (4 * i)) & 15] * sc
                 else:
                     for i in range(32):
-                        wd[lr * 32 + i] = float32(0.0)
+                        wd[lr * SROW + i] = float32(0.0)
             cuda.syncthreads()
-            for kk in range(32):
+            for kk in range(32):                              # thread: rows mg*mt+i, ng+16j
                 for i in range(mt):
-                    av = xa[(mg * mt + i) * 32 + kk]
+                    av = xa[(mg * mt + i) * SROW + kk]
                     for j in range(nt):
-                        acc[i * nt + j] += av * wd[(ng * nt + j) * 32 + kk]
+                        acc[i * nt + j] += av * wd[(ng + 16 * j) * SROW + kk]
             cuda.syncthreads()
         for i in range(mt):
             for j in range(nt):
-                acc_tile[(mg * mt + i) * TILE_ROWS + ng * nt + j] = acc[i * nt + j]
+                acc_tile[(mg * mt + i) * TILE_ROWS + ng + 16 * j] = acc[i * nt + j]
         cuda.syncthreads()
 
     return gemm

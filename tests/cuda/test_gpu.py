@@ -35,6 +35,9 @@ def _families():
         Case(3, 256, 144, 8, 4, invalid=(-1, 8, 99)),
         Case(65, 256, 144, 8, 2, ep=True, why="expert map"),
         Case(4, 256, 144, 8, 2, ep=True),
+        Case(3, 8448, 64, 2, 2, why="H > one decode stage (8192): x re-staged per pass"),
+        Case(3, 64, 8448, 2, 2, bias=True, why="I > one decode stage"),
+        Case(12, 8448, 64, 2, 1, on_input=True, why="packed, wide H, router on input"),
     ]
     for fmt in ("mxfp4", "nvfp4"):
         for dt in ("bfloat16", "float16"):

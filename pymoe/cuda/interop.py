@@ -23,12 +23,12 @@ def as_cupy(name: str, a):
             a = a.view(torch.int16)
             return cp.from_dlpack(a).view(cp.uint16)
         return cp.from_dlpack(a)
+    import numpy as np
+    if isinstance(a, np.ndarray):          # host data: one upload (fused_moe only)
+        return cp.asarray(a)
     if hasattr(a, "__cuda_array_interface__"):
         return cp.asarray(a)
     if hasattr(a, "__dlpack__"):
         return cp.from_dlpack(a)
-    import numpy as np
-    if isinstance(a, np.ndarray):
-        return cp.asarray(a)
     raise TypeError(f"{name}: expected a CuPy, CUDA-array-interface or DLPack array, "
                     f"got {type(a).__name__}")

@@ -195,4 +195,5 @@ def fused_moe(x, experts, topk_weights, topk_ids, *, out=None, expert_map=None,
     scratch = allocate_scratch(p)
     b = p.bind(scratch=scratch, x=x, experts=ew, topk_weights=topk_weights,
                topk_ids=topk_ids, out=out, expert_map=expert_map)
-    return run(b, stream=stream)
+    y = run(b, stream=stream)
+    return y if out is None else out       # the caller's own object, written in place

@@ -512,15 +512,3 @@ def test_bad_inputs():
 
 def test_mxfp4_num_groups():
     assert [F.mxfp4_num_groups(k) for k in (0, 8, 32, 33, 64, 2880)] == [0, 1, 1, 2, 2, 90]
-
-
-@pytest.mark.skip(reason="performance sanity, run by hand: a [32, 5760, 2880] tensor "
-                         "should quantize in a few seconds")
-def test_perf_sanity():  # pragma: no cover
-    import time
-    w = np.random.default_rng(0).standard_normal((32, 5760, 2880), dtype=np.float32)
-    t0 = time.perf_counter()
-    packed, scales = F.quantize_mxfp4(w)
-    t1 = time.perf_counter()
-    F.dequantize_mxfp4(packed, scales)
-    print(f"quantize {t1 - t0:.2f} s, dequantize {time.perf_counter() - t1:.2f} s")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from numba import cuda, float32
 
 from ..geometry import LaunchKey, is_gated
-from .gemm import (LANES, ROWS, THREADS, fill_fp4_table, make_chunk_dot, make_fc1_epilogue,
+from .gemm import (LANES, ROWS, THREADS, fill_tables, make_chunk_dot, make_fc1_epilogue,
                    shape_of)
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
@@ -24,8 +24,10 @@ from .route_pack import ids_args, local_expert
 
 __all__ = ["decode_fc1", "decode_fc2"]
 
-TN1 = 16      # intermediate columns per decode_fc1 CTA (32 weight rows when gated)
-TN2 = 32      # output columns per decode_fc2 CTA
+# Columns per CTA.  Small tiles give many CTAs: a T=1 decode_fc2 of H=2880 has
+# H/TN2 CTAs only (90 at TN2=32 for 132 SMs; 360 at TN2=8).  docs/performance.md.
+TN1 = 8       # intermediate columns per decode_fc1 CTA (16 weight rows when gated)
+TN2 = 8       # output columns per decode_fc2 CTA
 KSTAGE = 8192 # activations staged per pass (32 KiB of fp32 shared memory)
 
 
@@ -64,7 +66,8 @@ def build_fc1(key: LaunchKey) -> KernelSpec:
         res = cuda.shared.array(res_n, float32)
         xs = cuda.shared.array(stage_n, float32)
         f4 = cuda.shared.array(16, float32)
-        fill_fp4_table(f4)
+        sl = cuda.shared.array(256, float32)
+        fill_tables(f4, sl, lut)
         t = r // top_k
         mult = tw[r]
         slot = tid // LANES
@@ -91,9 +94,18 @@ def build_fc1(key: LaunchKey) -> KernelSpec:
                         xs[i] = v
                     cuda.syncthreads()
                 if n < inter:
-                    for c in range(k0 // 32 + lane, min(chunks, (k0 + stage_n) // 32), LANES):
-                        acc += dot(w, base * words + c * 4, s, base * sg + c * spc,
-                                   lut, f4, xs, c * 32 - k0)
+                    c_end = min(chunks, (k0 + stage_n) // 32)
+                    for c in range(k0 // 32 + lane, c_end, 2 * LANES):
+                        # two chunks per step, the second clamped in range, so both
+                        # chunks' loads are unconditional and can be in flight together
+                        c2 = min(c + LANES, c_end - 1)
+                        v1 = dot(w, base * words + c * 4, s, base * sg + c * spc,
+                                 sl, f4, xs, c * 32 - k0)
+                        v2 = dot(w, base * words + c2 * 4, s, base * sg + c2 * spc,
+                                 sl, f4, xs, c2 * 32 - k0)
+                        acc += v1
+                        if c + LANES < c_end:
+                            acc += v2
             red[tid] = acc
             cuda.syncthreads()
             if lane == 0:
@@ -133,7 +145,8 @@ def build_fc2(key: LaunchKey) -> KernelSpec:
         res = cuda.shared.array(TN2, float32)
         xs = cuda.shared.array(stage_n, float32)
         f4 = cuda.shared.array(16, float32)
-        fill_fp4_table(f4)
+        sl = cuda.shared.array(256, float32)
+        fill_tables(f4, sl, lut)
         slot = tid // LANES
         lane = tid % LANES
         y = float32(0.0)
@@ -155,10 +168,16 @@ def build_fc2(key: LaunchKey) -> KernelSpec:
                                 xs[i] = v
                             cuda.syncthreads()
                         if n < hid:
-                            for c in range(k0 // 32 + lane, min(chunks, (k0 + stage_n) // 32),
-                                           LANES):
-                                acc += dot(w, base * words + c * 4, s, base * sg + c * spc,
-                                           lut, f4, xs, c * 32 - k0)
+                            c_end = min(chunks, (k0 + stage_n) // 32)
+                            for c in range(k0 // 32 + lane, c_end, 2 * LANES):
+                                c2 = min(c + LANES, c_end - 1)     # see decode_fc1
+                                v1 = dot(w, base * words + c * 4, s, base * sg + c * spc,
+                                         sl, f4, xs, c * 32 - k0)
+                                v2 = dot(w, base * words + c2 * 4, s, base * sg + c2 * spc,
+                                         sl, f4, xs, c2 * 32 - k0)
+                                acc += v1
+                                if c + LANES < c_end:
+                                    acc += v2
                     red[tid] = acc
                     cuda.syncthreads()
                     if lane == 0:

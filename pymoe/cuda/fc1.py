@@ -13,7 +13,7 @@ from __future__ import annotations
 from numba import cuda, float32, int64
 
 from ..geometry import LaunchKey, is_gated
-from .gemm import (SROW, THREADS, TILE_ROWS, fill_fp4_table, make_fc1_epilogue,
+from .gemm import (SROW, THREADS, TILE_ROWS, fill_tables, make_fc1_epilogue,
                    make_tile_gemm, shape_of)
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
@@ -53,9 +53,10 @@ def build(key: LaunchKey) -> KernelSpec:
         wd = cuda.shared.array(wd_n, float32)
         acc = cuda.shared.array(acc_n, float32)
         f4 = cuda.shared.array(16, float32)
-        fill_fp4_table(f4)
+        sl = cuda.shared.array(256, float32)
+        fill_tables(f4, sl, lut)
         cuda.syncthreads()
-        gemm(acc, blk, e, n0, x, w, s, lut, pri, n_routes, top_k, tw, xa, wd, f4)
+        gemm(acc, blk, e, n0, x, w, s, sl, pri, n_routes, top_k, tw, xa, wd, f4)
         for idx in range(tid, b * tn, THREADS):
             m = idx // tn
             c = idx % tn

@@ -22,7 +22,7 @@ from .. import formats
 from ..geometry import LaunchKey, fc1_rows, is_gated
 from .intrinsics import fp4_quarters, make_act_io, sigmoid
 
-__all__ = ["scale_lut", "Shape", "shape_of", "make_chunk_dot", "fill_fp4_table",
+__all__ = ["scale_lut", "Shape", "shape_of", "make_chunk_dot", "fill_tables",
            "make_fc1_epilogue",
            "make_tile_gemm", "ROWS", "LANES", "THREADS", "TILE_ROWS", "SROW"]
 
@@ -64,12 +64,16 @@ def shape_of(key: LaunchKey, which: str) -> Shape:
 
 
 @cuda.jit(device=True, inline=True)
-def fill_fp4_table(f4):
-    """Shared float32[16] table: code -> 4x its E2M1 value.  16 entries in 16
-    banks, so a warp's lookups never conflict; call before a __syncthreads."""
+def fill_tables(f4, sl, lut):
+    """Shared tables, filled once per CTA (call before a __syncthreads):
+    f4[16]: code -> 4x its E2M1 value (16 entries in 16 banks: a warp's lookups
+    never conflict); sl[256]: scale byte -> value/4, copied from the global
+    ``lut`` so the scale lookup costs a shared-memory, not a global, latency."""
     tid = cuda.threadIdx.x
     if tid < 16:
         f4[tid] = fp4_quarters(tid)
+    for i in range(tid, 256, THREADS):
+        sl[i] = lut[i]
 
 
 def make_chunk_dot(key: LaunchKey, sh: Shape):

@@ -310,3 +310,36 @@ def test_two_processes_warming_at_once_both_succeed(tmp_path):
     assert ra["keys"] == rb["keys"]
     c = _result(_child(tmp_path))
     assert c["disk"] == c["keys"]
+
+
+@pytest.mark.gpu
+def test_allocate_scratch_from_a_dedicated_pool():
+    import cupy as cp
+    caps = pymoe.Caps(max_tokens=64, top_k=4, num_experts=32, hidden_size=256,
+                      intermediate_size=128)
+    plan = pymoe.plan(caps)
+    pool = cp.cuda.MemoryPool()
+    s = pymoe.cuda.allocate_scratch(plan, pool=pool)
+    assert s.dtype == cp.uint8 and s.nbytes == pymoe.required_nbytes(caps)
+    assert pool.used_bytes() >= pymoe.required_nbytes(caps)
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "pymoe", *args], capture_output=True,
+                          text=True, env=env)
+
+
+@pytest.mark.gpu
+def test_cli_prewarm_fills_the_disk_cache(tmp_path):
+    env = dict(os.environ, PYMOE_CACHE_DIR=str(tmp_path))
+    a = _cli("prewarm", "--preset", "tiny", "--max-tokens", "64", env=env)
+    b = _cli("prewarm", "--preset", "tiny", "--max-tokens", "64", env=env)
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    assert "disk hits 0" in a.stdout and "compiled 0" in b.stdout, a.stdout + b.stdout
+
+
+def test_cli_prewarm_without_gpu_says_so():
+    if pymoe.cuda.is_available():
+        pytest.skip("a GPU is present")
+    r = _cli("prewarm", "--preset", "tiny")
+    assert r.returncode == 2 and "needs a CUDA GPU" in r.stderr

@@ -20,7 +20,7 @@ from .gemm import (LANES, ROWS, THREADS, fill_tables, make_chunk_dot, make_fc1_e
                    shape_of)
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
-from .route_pack import ids_args, local_expert
+from .route_pack import local_expert, route_args
 
 __all__ = ["decode_fc1", "decode_fc2"]
 
@@ -35,22 +35,74 @@ def _act_code(dtype: str) -> str:
     return "u2[]" if dtype == "bfloat16" else "f2[]"
 
 
+def _make_row_pass(key: LaunchKey, sh, on_input: bool):
+    """row_pass(p, lr, base, live, a, abase, mult, w, s, sl, f4, xs, red, res):
+    one pass of a decode CTA.  Stages the activation row a[abase : abase+K] in
+    shared memory as fp32 (KSTAGE at a time; once for all passes when K fits,
+    x*w rounded to the dtype first when the router weight goes on the input),
+    lets the 16 K-lanes of each of the 8 row-slots take 16-byte chunks lane,
+    lane+16, ... of weight row ``base`` (skipped unless ``live``), and sums the
+    lanes in a fixed order into res[lr]."""
+    dot = make_chunk_dot(key, sh)
+    load, _, round_ = make_act_io(key.dtype)
+    kdim, kp, words, chunks, sg = sh.k, sh.kp, sh.words, sh.chunks, sh.sgroups
+    spc = 2 if sh.nv else 1
+    stage_n = min(kp, KSTAGE)
+    restage = kp > stage_n          # K beyond one stage: re-stage for every pass
+
+    @cuda.jit(device=True, inline=True)
+    def row_pass(p, lr, base, live, a, abase, mult, w, s, sl, f4, xs, red, res):
+        tid = cuda.threadIdx.x
+        slot = tid // LANES
+        lane = tid % LANES
+        acc = float32(0.0)
+        for k0 in range(0, kp, stage_n):
+            if restage or p == 0:
+                cuda.syncthreads()
+                for i in range(tid, stage_n, THREADS):
+                    v = float32(0.0)
+                    if k0 + i < kdim:
+                        v = load(a, abase + k0 + i)
+                        if on_input:
+                            v = round_(v * mult)
+                    xs[i] = v
+                cuda.syncthreads()
+            if live:
+                c_end = min(chunks, (k0 + stage_n) // 32)
+                for c in range(k0 // 32 + lane, c_end, 2 * LANES):
+                    # two chunks per step, the second clamped in range, so both
+                    # chunks' loads are unconditional and can be in flight together
+                    c2 = min(c + LANES, c_end - 1)
+                    v1 = dot(w, base * words + c * 4, s, base * sg + c * spc,
+                             sl, f4, xs, c * 32 - k0)
+                    v2 = dot(w, base * words + c2 * 4, s, base * sg + c2 * spc,
+                             sl, f4, xs, c2 * 32 - k0)
+                    acc += v1
+                    if c + LANES < c_end:
+                        acc += v2
+        red[tid] = acc
+        cuda.syncthreads()
+        if lane == 0:
+            v = float32(0.0)
+            for i in range(LANES):
+                v += red[slot * LANES + i]
+            res[lr] = v
+        cuda.syncthreads()
+
+    return row_pass, stage_n
+
+
 @register("decode_fc1")
 def build_fc1(key: LaunchKey) -> KernelSpec:
     sh = shape_of(key, "w13")
     gated = is_gated(key.activation)
     nrows = 2 * TN1 if gated else TN1
     npass = nrows // ROWS
-    dot = make_chunk_dot(key, sh)
+    row_pass, stage_n = _make_row_pass(key, sh, key.router_on_input)
     epi = make_fc1_epilogue(key)
-    load, store, round_ = make_act_io(key.dtype)
-    hid, inter = key.hidden_size, key.intermediate_size
-    rows, words, chunks, sg, kp = sh.rows, sh.words, sh.chunks, sh.sgroups, sh.kp
-    spc = 2 if sh.nv else 1
-    stage_n = min(kp, KSTAGE)
-    on_input = key.router_on_input
+    _, store, _ = make_act_io(key.dtype)
+    hid, inter, rows = key.hidden_size, key.intermediate_size, sh.rows
     res_n = 2 * TN1
-    restage = kp > stage_n          # K beyond one stage: re-stage for every pass
 
     def kernel(x, ids, stride, top_k, emap, has_map, num_ids, tw, w, s, lut, g13, b13,
                out):
@@ -69,9 +121,7 @@ def build_fc1(key: LaunchKey) -> KernelSpec:
         sl = cuda.shared.array(256, float32)
         fill_tables(f4, sl, lut)
         t = r // top_k
-        mult = tw[r]
         slot = tid // LANES
-        lane = tid % LANES
         for p in range(npass):
             lr = p * ROWS + slot
             if gated:
@@ -80,40 +130,8 @@ def build_fc1(key: LaunchKey) -> KernelSpec:
             else:
                 n = n0 + lr
                 row = n
-            base = e * rows + row
-            acc = float32(0.0)
-            for k0 in range(0, kp, stage_n):
-                if restage or p == 0:                       # stage x[t, k0:] (fp32)
-                    cuda.syncthreads()
-                    for i in range(tid, stage_n, THREADS):
-                        v = float32(0.0)
-                        if k0 + i < hid:
-                            v = load(x, t * hid + k0 + i)
-                            if on_input:
-                                v = round_(v * mult)
-                        xs[i] = v
-                    cuda.syncthreads()
-                if n < inter:
-                    c_end = min(chunks, (k0 + stage_n) // 32)
-                    for c in range(k0 // 32 + lane, c_end, 2 * LANES):
-                        # two chunks per step, the second clamped in range, so both
-                        # chunks' loads are unconditional and can be in flight together
-                        c2 = min(c + LANES, c_end - 1)
-                        v1 = dot(w, base * words + c * 4, s, base * sg + c * spc,
-                                 sl, f4, xs, c * 32 - k0)
-                        v2 = dot(w, base * words + c2 * 4, s, base * sg + c2 * spc,
-                                 sl, f4, xs, c2 * 32 - k0)
-                        acc += v1
-                        if c + LANES < c_end:
-                            acc += v2
-            red[tid] = acc
-            cuda.syncthreads()
-            if lane == 0:
-                v = float32(0.0)
-                for i in range(LANES):
-                    v += red[slot * LANES + i]
-                res[lr] = v
-            cuda.syncthreads()
+            row_pass(p, lr, e * rows + row, n < inter, x, t * hid, tw[r], w, s, sl, f4, xs,
+                     red, res)
         n = n0 + tid
         if tid < TN1 and n < inter:
             up = res[TN1 + tid] if gated else float32(0.0)
@@ -128,14 +146,10 @@ def build_fc1(key: LaunchKey) -> KernelSpec:
 def build_fc2(key: LaunchKey) -> KernelSpec:
     sh = shape_of(key, "w2")
     npass = TN2 // ROWS
-    dot = make_chunk_dot(key, sh)
-    load, store, _ = make_act_io(key.dtype)
+    row_pass, stage_n = _make_row_pass(key, sh, False)
+    _, store, _ = make_act_io(key.dtype)
     hid, inter = key.hidden_size, key.intermediate_size
-    words, chunks, sg, kp = sh.words, sh.chunks, sh.sgroups, sh.kp
-    spc = 2 if sh.nv else 1
-    stage_n = min(kp, KSTAGE)
     nv, bias, on_input = sh.nv, key.has_bias, key.router_on_input
-    restage = kp > stage_n
 
     def kernel(a, ids, stride, top_k, emap, has_map, num_ids, tw, w, s, lut, g2, b2, out):
         tid = cuda.threadIdx.x
@@ -148,7 +162,6 @@ def build_fc2(key: LaunchKey) -> KernelSpec:
         sl = cuda.shared.array(256, float32)
         fill_tables(f4, sl, lut)
         slot = tid // LANES
-        lane = tid % LANES
         y = float32(0.0)
         for j in range(top_k):
             r = t * top_k + j
@@ -156,36 +169,8 @@ def build_fc2(key: LaunchKey) -> KernelSpec:
             if e >= 0:
                 for p in range(npass):
                     n = n0 + p * ROWS + slot
-                    base = e * hid + n
-                    acc = float32(0.0)
-                    for k0 in range(0, kp, stage_n):
-                        if restage or p == 0:               # stage a[r, k0:] (fp32)
-                            cuda.syncthreads()
-                            for i in range(tid, stage_n, THREADS):
-                                v = float32(0.0)
-                                if k0 + i < inter:
-                                    v = load(a, r * inter + k0 + i)
-                                xs[i] = v
-                            cuda.syncthreads()
-                        if n < hid:
-                            c_end = min(chunks, (k0 + stage_n) // 32)
-                            for c in range(k0 // 32 + lane, c_end, 2 * LANES):
-                                c2 = min(c + LANES, c_end - 1)     # see decode_fc1
-                                v1 = dot(w, base * words + c * 4, s, base * sg + c * spc,
-                                         sl, f4, xs, c * 32 - k0)
-                                v2 = dot(w, base * words + c2 * 4, s, base * sg + c2 * spc,
-                                         sl, f4, xs, c2 * 32 - k0)
-                                acc += v1
-                                if c + LANES < c_end:
-                                    acc += v2
-                    red[tid] = acc
-                    cuda.syncthreads()
-                    if lane == 0:
-                        v = float32(0.0)
-                        for i in range(LANES):
-                            v += red[slot * LANES + i]
-                        res[p * ROWS + slot] = v
-                    cuda.syncthreads()
+                    row_pass(p, p * ROWS + slot, e * hid + n, n < hid, a, r * inter,
+                             float32(1.0), w, s, sl, f4, xs, red, res)
                 n = n0 + tid
                 if tid < TN2 and n < hid:
                     h = res[tid]
@@ -206,16 +191,10 @@ def build_fc2(key: LaunchKey) -> KernelSpec:
                                "u1[]", "f4[]", "f4[]", "f4[]", c), THREADS)
 
 
-def _grid_common(topk_ids, expert_map, num_experts):
-    ids, stride = ids_args(topk_ids)
-    return ids, stride, int(expert_map is not None), (
-        num_experts if expert_map is None else expert_map.shape[0])
-
-
 def decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
                key: LaunchKey, stream=None, prepare: bool = False):
     """Same contract as pymoe.ref.decode.decode_fc1 (device arrays, one launch)."""
-    ids, stride, has_map, num_ids = _grid_common(topk_ids, expert_map, experts.num_experts)
+    ids, stride, has_map, num_ids = route_args(topk_ids, expert_map, experts.num_experts)
     t, k = topk_ids.shape
     d = experts._device_copy
     kern = resolve(key, stream)
@@ -229,7 +208,7 @@ def decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
 def decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out, *,
                key: LaunchKey, stream=None, prepare: bool = False):
     """Same contract as pymoe.ref.decode.decode_fc2 (device arrays, one launch)."""
-    ids, stride, has_map, num_ids = _grid_common(topk_ids, expert_map, experts.num_experts)
+    ids, stride, has_map, num_ids = route_args(topk_ids, expert_map, experts.num_experts)
     t, k = topk_ids.shape
     d = experts._device_copy
     kern = resolve(key, stream)

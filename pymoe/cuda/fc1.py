@@ -13,8 +13,7 @@ from __future__ import annotations
 from numba import cuda, float32, int64
 
 from ..geometry import LaunchKey, is_gated
-from .gemm import (SROW, THREADS, TILE_ROWS, fill_tables, make_fc1_epilogue,
-                   make_tile_gemm, shape_of)
+from .gemm import THREADS, TILE_ROWS, make_fc1_epilogue, make_tile_gemm, shape_of
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
 
@@ -36,7 +35,7 @@ def build(key: LaunchKey) -> KernelSpec:
     gated = is_gated(key.activation)
     tn = tile_n(key.activation)
     inter = key.intermediate_size
-    xa_n, wd_n, acc_n = b * SROW, TILE_ROWS * SROW, b * TILE_ROWS
+    acc_n = b * TILE_ROWS
 
     def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out):
         tid = cuda.threadIdx.x
@@ -49,14 +48,8 @@ def build(key: LaunchKey) -> KernelSpec:
                 if n < inter:
                     store(out, (blk * b + idx // tn) * inter + n, float32(0.0))
             return
-        xa = cuda.shared.array(xa_n, float32)
-        wd = cuda.shared.array(wd_n, float32)
         acc = cuda.shared.array(acc_n, float32)
-        f4 = cuda.shared.array(16, float32)
-        sl = cuda.shared.array(256, float32)
-        fill_tables(f4, sl, lut)
-        cuda.syncthreads()
-        gemm(acc, blk, e, n0, x, w, s, sl, pri, n_routes, top_k, tw, xa, wd, f4)
+        gemm(acc, blk, e, n0, x, w, s, lut, pri, n_routes, top_k, tw)
         for idx in range(tid, b * tn, THREADS):
             m = idx // tn
             c = idx % tn

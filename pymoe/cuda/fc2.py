@@ -11,10 +11,10 @@ from __future__ import annotations
 from numba import cuda, float32, int64
 
 from ..geometry import LaunchKey
-from .gemm import SROW, THREADS, TILE_ROWS, fill_tables, make_tile_gemm, shape_of
+from .gemm import THREADS, TILE_ROWS, make_tile_gemm, shape_of
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
-from .route_pack import ids_args, local_expert
+from .route_pack import local_expert, route_args
 
 __all__ = ["fc2", "combine"]
 
@@ -28,7 +28,7 @@ def build(key: LaunchKey) -> KernelSpec:
     gemm = make_tile_gemm(key, sh, b, gather_tokens=False)
     hid = key.hidden_size
     nv, bias, on_input = sh.nv, key.has_bias, key.router_on_input
-    xa_n, wd_n, acc_n = b * SROW, TILE_ROWS * SROW, b * TILE_ROWS
+    acc_n = b * TILE_ROWS
 
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, lut, g2, b2, route_out):
         tid = cuda.threadIdx.x
@@ -37,14 +37,8 @@ def build(key: LaunchKey) -> KernelSpec:
         e = int64(beid[blk])
         if e < 0:
             return
-        xa = cuda.shared.array(xa_n, float32)
-        wd = cuda.shared.array(wd_n, float32)
         acc = cuda.shared.array(acc_n, float32)
-        f4 = cuda.shared.array(16, float32)
-        sl = cuda.shared.array(256, float32)
-        fill_tables(f4, sl, lut)
-        cuda.syncthreads()
-        gemm(acc, blk, e, n0, a, w, s, sl, pri, n_routes, top_k, tw, xa, wd, f4)
+        gemm(acc, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
         for idx in range(tid, b * TILE_ROWS, THREADS):
             m = idx // TILE_ROWS
             c = idx % TILE_ROWS
@@ -101,9 +95,9 @@ def fc2(intermediate, experts, topk_weights, packed_route_indices, block_expert_
 def combine(route_out, topk_ids, expert_map, num_experts: int, out, *, key: LaunchKey,
             stream=None, prepare: bool = False):
     """pymoe.ref.combine on device arrays (one launch)."""
-    ids, stride = ids_args(topk_ids)
+    ids, stride, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
     t, k = topk_ids.shape
     kern = resolve(key, stream)
     return kern.launch((-(-out.shape[1] // COMBINE_TN), t),
-                (route_out, ids, stride, k, expert_map, int(expert_map is not None),
-                 num_experts if expert_map is None else expert_map.shape[0], out), stream, prepare=prepare)
+                       (route_out, ids, stride, k, expert_map, has_map, num_ids, out),
+                       stream, prepare=prepare)

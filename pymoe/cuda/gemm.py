@@ -138,7 +138,7 @@ def make_fc1_epilogue(key: LaunchKey):
 
 
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
-    """gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw, xa, wd, f4)
+    """gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
 
     One CTA: the B activation rows of block ``blk`` (gather_tokens: x rows of
     the routes in packed_route_indices; else the block's own slot rows of the
@@ -158,10 +158,17 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     hid = key.hidden_size
     inter = key.intermediate_size
     acc_n = mt * nt
+    xa_n, wd_n = b * SROW, TILE_ROWS * SROW
 
     @cuda.jit(device=True, inline=True)
-    def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw, xa, wd, f4):
+    def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
         tid = cuda.threadIdx.x
+        xa = cuda.shared.array(xa_n, float32)            # activations [B, 32] (stride 33)
+        wd = cuda.shared.array(wd_n, float32)            # decoded weights [64, 32]
+        f4 = cuda.shared.array(16, float32)
+        sl = cuda.shared.array(256, float32)
+        fill_tables(f4, sl, lut)
+        cuda.syncthreads()
         mg = tid // 16
         ng = tid % 16
         acc = cuda.local.array(acc_n, float32)
@@ -198,9 +205,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                     for q in range(4):
                         word = int64(w[wb + q])
                         if nv:
-                            sc = lut[s[sb + 2 * c + (q >> 1)]]
+                            sc = sl[s[sb + 2 * c + (q >> 1)]]
                         else:
-                            sc = lut[s[sb + c]]
+                            sc = sl[s[sb + c]]
                         for i in range(8):
                             wd[lr * SROW + q * 8 + i] = f4[(word >> (4 * i)) & 15] * sc
                 else:

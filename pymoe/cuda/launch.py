@@ -22,15 +22,13 @@ dispatcher on NumPy arrays (no streams, no capture).
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import re
 import tempfile
 import threading
-import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 from numba import cuda, types

@@ -113,12 +113,15 @@ def build(key: LaunchKey) -> KernelSpec:
                                 "i4[]", "i4[]", "i8", "i4[]", "i8", "i4[]"), THREADS)
 
 
-def ids_args(topk_ids):
-    """(int32 view, stride) of int32 or int64 topk_ids (little-endian pairs)."""
+def route_args(topk_ids, expert_map, num_experts: int) -> tuple:
+    """(ids, stride, has_map, num_ids): the route arguments of every kernel that
+    reads topk_ids.  int64 ids are passed as their int32 little-endian pairs
+    (stride 2, see local_expert); num_ids is the id space (map size under EP)."""
     flat = topk_ids.reshape(-1)
-    if flat.dtype.itemsize == 8:
-        return flat.view(np.int32), 2
-    return flat, 1
+    ids, stride = (flat.view(np.int32), 2) if flat.dtype.itemsize == 8 else (flat, 1)
+    if expert_map is None:
+        return ids, stride, 0, num_experts
+    return ids, stride, 1, expert_map.shape[0]
 
 
 def route_pack(topk_ids, expert_map, num_experts: int, block: int, expert_offsets,
@@ -128,10 +131,9 @@ def route_pack(topk_ids, expert_map, num_experts: int, block: int, expert_offset
     if num_experts > MAX_EXPERTS:
         raise ValueError(f"num_experts={num_experts}: the route packer supports at most "
                          f"{MAX_EXPERTS}")
-    ids, stride = ids_args(topk_ids)
-    emap = expert_map
+    ids, stride, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
     k = resolve(key, stream)
-    return k.launch(1, (ids, stride, topk_ids.size, emap, int(emap is not None),
-                 num_experts if emap is None else emap.shape[0], num_experts, block,
-                 expert_offsets, packed_route_indices, packed_route_indices.size,
-                 block_expert_ids, block_expert_ids.size, packed_route_count), stream, prepare=prepare)
+    return k.launch(1, (ids, stride, topk_ids.size, expert_map, has_map, num_ids,
+                        num_experts, block, expert_offsets, packed_route_indices,
+                        packed_route_indices.size, block_expert_ids, block_expert_ids.size,
+                        packed_route_count), stream, prepare=prepare)

@@ -20,7 +20,7 @@ from . import fc2 as _fc2
 from . import route_pack as _rp
 from .gemm import scale_lut
 from .intrinsics import SIM
-from .launch import LaunchNotResolvedError, _capturing, resolve, stats
+from .launch import _capturing, resolve
 
 __all__ = ["to_device", "allocate_scratch", "run", "fused_moe", "prewarm", "PrewarmReport"]
 

@@ -187,6 +187,11 @@ def _global(name, g, num_experts, cols):
     if g.shape != want:
         raise ValueError(f"{name}: shape {g.shape}, expected {want}" +
                          (" or (E,)" if cols == 2 else ""))
+    bad = ~(np.isfinite(g) & (g > 0))
+    if bad.any():
+        i = np.argwhere(bad)[0]
+        raise ValueError(f"{name}: global scales must be finite and > 0, got {g[tuple(i)]} "
+                         f"at index {tuple(int(v) for v in i)}")
     return np.ascontiguousarray(g)
 
 

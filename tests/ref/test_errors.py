@@ -57,6 +57,13 @@ def test_packed_scale_errors():
     with pytest.raises(ValueError, match=r"w2_global: shape \(3,\), expected \(4,\)"):
         pymoe.prepare_weights(q13n, q2n, format="nvfp4", w13_scales=s13n, w2_scales=s2n,
                               w13_global=g13, w2_global=g2[:3])
+    for bad in (0.0, -1.0, np.inf, np.nan):
+        g = g2.copy()
+        g[2] = bad
+        with pytest.raises(ValueError, match=r"w2_global: global scales must be finite and "
+                                             r"> 0, got .* at index \(2,\)"):
+            pymoe.prepare_weights(q13n, q2n, format="nvfp4", w13_scales=s13n,
+                                  w2_scales=s2n, w13_global=g13, w2_global=g)
 
 
 def test_fused_moe_errors():

@@ -21,6 +21,7 @@ dispatcher on NumPy arrays (no streams, no capture).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -244,27 +245,23 @@ def _versions() -> dict:
     return {"numba": numba.__version__, "numba_cuda": nc, "driver": drv}
 
 
-_SRC_HASH: dict[str, str] = {}
-
-
-def _source_hash(kernel: str) -> str:
-    """Hash of every pymoe.cuda source file the kernels are built from."""
-    h = _SRC_HASH.get("all")
-    if h is None:
-        here = os.path.dirname(__file__)
-        sha = hashlib.sha256()
-        for f in sorted(os.listdir(here)):
-            if f.endswith(".py"):
-                with open(os.path.join(here, f), "rb") as fh:
-                    sha.update(f.encode() + b"\0" + fh.read())
-        with open(os.path.join(here, "..", "geometry.py"), "rb") as fh:
-            sha.update(fh.read())
-        h = _SRC_HASH["all"] = sha.hexdigest()
-    return h
+@functools.lru_cache(maxsize=None)
+def _source_hash() -> str:
+    """Hash of every pymoe.cuda source file (and geometry.py) the kernels are
+    built from: one hash for all keys, read once per process."""
+    here = os.path.dirname(__file__)
+    sha = hashlib.sha256()
+    for f in sorted(os.listdir(here)):
+        if f.endswith(".py"):
+            with open(os.path.join(here, f), "rb") as fh:
+                sha.update(f.encode() + b"\0" + fh.read())
+    with open(os.path.join(here, "..", "geometry.py"), "rb") as fh:
+        sha.update(fh.read())
+    return sha.hexdigest()
 
 
 def disk_key(key: LaunchKey, cc: tuple[int, int]) -> str:
-    blob = json.dumps({"key": asdict(key), "src": _source_hash(key.kernel),
+    blob = json.dumps({"key": asdict(key), "src": _source_hash(),
                        "versions": _versions(), "cc": list(cc)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -336,7 +333,6 @@ def _device_cc() -> tuple[int, int]:
 
 def resolve(key: LaunchKey, stream=None, *, source_out: list | None = None) -> Kernel:
     """LaunchKey -> Kernel.  See the module docstring for the capture contract."""
-    import_stream = stream
     k = _MEMORY.get((key, _device_id()))
     if k is not None:
         _STATS["memory"] += 1
@@ -348,7 +344,7 @@ def resolve(key: LaunchKey, stream=None, *, source_out: list | None = None) -> K
         raise KernelResolutionFrozenError(
             f"kernel {key.kernel!r} is not resolved and pymoe.cuda.freeze() is on: "
             f"key={key}. Prewarm the plan (pymoe.cuda.prewarm(plan)) before freezing.")
-    if _capturing(import_stream):
+    if _capturing(stream):
         raise LaunchNotResolvedError(
             f"kernel {key.kernel!r} is not resolved while the selected stream is capturing "
             f"a CUDA graph: key={key}. Call pymoe.cuda.prewarm(plan) before capture; "

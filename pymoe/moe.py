@@ -25,7 +25,8 @@ def run(binding: Binding, *, stream=None):
     """Execute a Binding; returns ``out`` (allocated when the binding has none).
 
     Host bindings run the NumPy reference; device bindings run the CUDA twin on
-    ``stream`` (a CuPy stream; default the current one)."""
+    ``stream`` (a CuPy or torch CUDA stream, or a raw handle; default CuPy's
+    current stream)."""
     if not isinstance(binding, Binding):
         raise TypeError(f"run takes a pymoe Binding (from Plan.bind), got "
                         f"{type(binding).__name__}")

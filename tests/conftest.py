@@ -35,7 +35,21 @@ def _gpu_count() -> int:
 GPUS = _gpu_count()
 
 
+def pytest_addoption(parser):
+    parser.addoption("--shard", default=None, metavar="I/N",
+                     help="keep every N-th collected test starting at I (0-based), "
+                          "so slow GPU runs (compute-sanitizer) can be split")
+
+
 def pytest_collection_modifyitems(config, items):
+    shard = config.getoption("--shard")
+    if shard:
+        i, n = (int(v) for v in shard.split("/"))
+        if not 0 <= i < n:
+            raise pytest.UsageError(f"--shard expects I/N with 0 <= I < N, got {shard!r}")
+        keep = [it for j, it in enumerate(items) if j % n == i]
+        config.hook.pytest_deselected(items=[it for it in items if it not in keep])
+        items[:] = keep
     for item in items:
         if "cudasim" in item.keywords and not CUDASIM:
             item.add_marker(pytest.mark.skip(reason="runs under NUMBA_ENABLE_CUDASIM=1 only"))

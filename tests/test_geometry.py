@@ -1,6 +1,5 @@
 """Geometry: block sizes, reachable sets, capacities cover every T."""
 import numpy as np
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from pymoe import geometry as geo

@@ -70,7 +70,8 @@ def allocate_scratch(plan, pool=None):
 def _stream(stream):
     if SIM:
         return None
-    return stream if stream is not None else _cupy().cuda.get_current_stream()
+    from .interop import as_stream
+    return as_stream(stream)
 
 
 def _prepare(b: Binding, out, stream) -> list:

@@ -13,7 +13,7 @@ import pytest
 
 import pymoe
 import pymoe.io
-from pymoe.io import (COMPRESSED_TENSORS, GPT_OSS, MODELOPT, LayoutNames, load_model_layers,
+from pymoe.io import (GPT_OSS, MODELOPT, LayoutNames, load_model_layers,
                       load_moe_layer, open_checkpoint, save_safetensors, save_sharded)
 from pymoe.ref import dequant
 from pymoe.testing import assert_close

@@ -1,5 +1,4 @@
 """Bad input raises ValueError/TypeError naming the argument, before any work."""
-import ml_dtypes
 import numpy as np
 import pytest
 

@@ -28,6 +28,7 @@ __all__ = [
     "DTYPES", "W13_LAYOUTS", "ALIGN", "regime_for", "select_block_size",
     "block_size_ranges", "reachable_block_sizes", "packed_slots", "num_blocks",
     "token_buckets", "scratch_shapes", "TensorShape", "LaunchKey", "launch_keys",
+    "dequant_launch_key",
     "is_gated", "fc1_rows", "scale_group", "num_scale_groups", "FC1_TILE_N",
     "FC2_TILE_N", "TILE_K",
 ]
@@ -207,7 +208,8 @@ class LaunchKey:
     """What a compiled kernel depends on.  Never the live T beyond its bucket:
     grids are launch arguments, not compile-time constants.
 
-    kernel: route_count / route_fill / fc1 / fc2 / combine / decode_fc1 / decode_fc2
+    kernel: route_pack / fc1 / fc2 / combine / decode_fc1 / decode_fc2, or
+    dequant_w13 / dequant_w2 (the debugging twin, outside any plan)
     """
     kernel: str
     format: str
@@ -241,3 +243,14 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
             LaunchKey("fc1", block=b, tile_n=FC1_TILE_N, **common),
             LaunchKey("fc2", block=b, tile_n=FC2_TILE_N, **common),
             LaunchKey("combine", **common))
+
+
+def dequant_launch_key(which: str, *, format: str, activation: str, hidden_size: int,
+                       intermediate_size: int) -> LaunchKey:
+    """The debugging dequant kernel's key: it depends on the projection's shape and
+    format only (float32 out, no activation dtype)."""
+    if which not in ("w13", "w2"):
+        raise ValueError(f"which={which!r}: expected 'w13' or 'w2'")
+    return LaunchKey(f"dequant_{which}", format=format, activation=activation,
+                     dtype="float32", hidden_size=hidden_size,
+                     intermediate_size=intermediate_size)

@@ -94,7 +94,7 @@ def register(name: str) -> Callable:
 
 def _builder(kernel: str):
     if kernel not in _BUILDERS:
-        from . import decode, fc1, fc2, route_pack  # noqa: F401  (register builders)
+        from . import decode, dequant, fc1, fc2, route_pack  # noqa: F401  (register builders)
     return _BUILDERS[kernel]
 
 

@@ -2,6 +2,9 @@
 
 For each (preset, T): the median of CUDA-event timed repeats after warm-up of
   pymoe   the CUDA twin (W4A16: FP4 weights, bf16 activations), eager run()
+          (packed regime: tensor-core block GEMM, PYMOE_GEMM=mma)
+  fma     packed regime only: the same call with PYMOE_GEMM=fma (the plain
+          CUDA-core block GEMM), for the side-by-side ratio
   floor   bytes of the experts the call touches (packed weights + scales, read
           once) / the device-to-device copy bandwidth measured in this run
   torch   a torch W16A16 baseline on the same routing: weights pre-dequantized
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 
 import cupy as cp
 import numpy as np
@@ -97,8 +101,8 @@ def main():
     a = ap.parse_args()
     bw = copy_bandwidth()
     rows = []
-    for preset, tokens in (("gpt-oss-20b", (1, 4, 8, 64, 512)),
-                           ("qwen3-30b-a3b", (1, 8, 64, 512))):
+    for preset, tokens in (("gpt-oss-20b", (1, 4, 8, 64, 512, 4096)),
+                           ("qwen3-30b-a3b", (1, 8, 64, 512, 4096))):
         pr = PRESETS[preset]
         ew_h = random_layer(pr, "mxfp4")
         ew = pymoe.cuda.to_device(ew_h)
@@ -116,6 +120,15 @@ def main():
             b = plan.bind(scratch=scratch, x=x, experts=ew, topk_weights=w, topk_ids=ids,
                           out=out)
             ms = time_ms(lambda: pymoe.run(b), a.repeats)
+            fma_ms = float("nan")
+            if b.regime == "packed":
+                os.environ["PYMOE_GEMM"] = "fma"
+                try:
+                    bf = plan.bind(scratch=scratch, x=x, experts=ew, topk_weights=w,
+                                   topk_ids=ids, out=out)
+                    fma_ms = time_ms(lambda: pymoe.run(bf), max(5, a.repeats // 5))
+                finally:
+                    os.environ.pop("PYMOE_GEMM")
             touched = len(np.unique(ids.get()))
             nbytes = touched * ew_h.expert_bytes()
             floor_ms = nbytes / bw * 1e3
@@ -128,18 +141,21 @@ def main():
                 tms = float("nan")
             rows.append(dict(preset=preset, T=t, regime=b.regime, pymoe_ms=ms,
                              floor_ms=floor_ms, floor_frac=floor_ms / ms,
-                             tflops=flops / ms / 1e9, torch_ms=tms, vs_torch=tms / ms))
+                             tflops=flops / ms / 1e9, fma_ms=fma_ms, vs_fma=fma_ms / ms,
+                             torch_ms=tms, vs_torch=tms / ms))
     with open(a.csv, "w", newline="") as fh:
         wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
         wr.writeheader()
         wr.writerows(rows)
     print(f"copy bandwidth {bw / 1e12:.2f} TB/s (read + write)")
     print(f"{'preset':14} {'T':>5} {'regime':7} {'pymoe ms':>9} {'floor ms':>9} "
-          f"{'%floor':>7} {'TFLOP/s':>8} {'torch ms':>9} {'torch/pymoe':>11}")
+          f"{'%floor':>7} {'TFLOP/s':>8} {'fma ms':>8} {'fma/pymoe':>9} {'torch ms':>9} "
+          f"{'torch/pymoe':>11}")
     for r in rows:
         print(f"{r['preset']:14} {r['T']:>5} {r['regime']:7} {r['pymoe_ms']:>9.3f} "
               f"{r['floor_ms']:>9.3f} {100 * r['floor_frac']:>6.1f}% {r['tflops']:>8.1f} "
-              f"{r['torch_ms']:>9.3f} {r['vs_torch']:>11.2f}")
+              f"{r['fma_ms']:>8.3f} {r['vs_fma']:>9.2f} {r['torch_ms']:>9.3f} "
+              f"{r['vs_torch']:>11.2f}")
 
 
 if __name__ == "__main__":

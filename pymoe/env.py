@@ -4,6 +4,8 @@ README's table.
     PYMOE_CACHE_DIR     disk cache of compiled kernels (default $XDG_CACHE_HOME/pymoe
                         or ~/.cache/pymoe)
     PYMOE_DISK_CACHE    0 disables the disk cache (default 1)
+    PYMOE_GEMM          packed-regime block GEMM on the GPU: mma (tensor cores,
+                        default) or fma (the plain CUDA-core GEMM the simulator runs)
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import os
 
 __all__ = ["get_str", "get_bool"]
 
-KNOWN = ("PYMOE_CACHE_DIR", "PYMOE_DISK_CACHE", "PYMOE_HYPOTHESIS_PROFILE")
+KNOWN = ("PYMOE_CACHE_DIR", "PYMOE_DISK_CACHE", "PYMOE_GEMM", "PYMOE_HYPOTHESIS_PROFILE")
 
 
 def _check(name: str) -> None:

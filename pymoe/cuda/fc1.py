@@ -13,7 +13,8 @@ from __future__ import annotations
 from numba import cuda, float32, int64
 
 from ..geometry import LaunchKey, is_gated
-from .gemm import THREADS, TILE_ROWS, make_fc1_epilogue, make_tile_gemm, shape_of
+from .gemm import (THREADS, TILE_ROWS, activation_arg, activation_code, make_fc1_epilogue,
+                   make_tile_gemm, shape_of)
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
 
@@ -63,7 +64,7 @@ def build(key: LaunchKey) -> KernelSpec:
                 store(out, slot * inter + n, v)
 
     a = "u2[]" if key.dtype == "bfloat16" else "f2[]"
-    return KernelSpec(kernel, (a, "i4[]", "i4[]", "i8", "i8", "f4[]", "u4[]", "u1[]",
+    return KernelSpec(kernel, (activation_code(key.dtype), "i4[]", "i4[]", "i8", "i8", "f4[]", "u4[]", "u1[]",
                                "f4[]", "f4[]", "f4[]", a), THREADS)
 
 
@@ -75,6 +76,7 @@ def fc1(x, experts, topk_weights, packed_route_indices, block_expert_ids, interm
     kern = resolve(key, stream)
     return kern.launch((-(-experts.intermediate_size // tile_n(key.activation)),
                  block_expert_ids.size),
-                (x, packed_route_indices, block_expert_ids, x.shape[0] * top_k, top_k,
+                (activation_arg(kern, x), packed_route_indices, block_expert_ids,
+                 x.shape[0] * top_k, top_k,
                  topk_weights, d["w13_words"], experts.w13_scales, d["scale_lut"],
                  experts.w13_global, experts.w13_bias, intermediate), stream, prepare=prepare)

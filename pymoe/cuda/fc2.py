@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba import cuda, float32, int64
 
 from ..geometry import LaunchKey
-from .gemm import THREADS, TILE_ROWS, make_tile_gemm, shape_of
+from .gemm import THREADS, TILE_ROWS, activation_arg, activation_code, make_tile_gemm, shape_of
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
 from .route_pack import local_expert, route_args
@@ -54,8 +54,8 @@ def build(key: LaunchKey) -> KernelSpec:
                     h *= tw[r]
                 route_out[r * hid + n] = h
 
-    c = "u2[]" if key.dtype == "bfloat16" else "f2[]"
-    return KernelSpec(kernel, (c, "i4[]", "i4[]", "i8", "i8", "f4[]", "u4[]", "u1[]",
+    return KernelSpec(kernel, (activation_code(key.dtype), "i4[]", "i4[]", "i8", "i8", "f4[]",
+                               "u4[]", "u1[]",
                                "f4[]", "f4[]", "f4[]", "f4[]"), THREADS)
 
 
@@ -87,7 +87,8 @@ def fc2(intermediate, experts, topk_weights, packed_route_indices, block_expert_
     d = experts._device_copy
     kern = resolve(key, stream)
     return kern.launch((-(-experts.hidden_size // TILE_ROWS), block_expert_ids.size),
-                (intermediate, packed_route_indices, block_expert_ids, route_out.shape[0],
+                (activation_arg(kern, intermediate), packed_route_indices, block_expert_ids,
+                 route_out.shape[0],
                  top_k, topk_weights, d["w2_words"], experts.w2_scales, d["scale_lut"],
                  experts.w2_global, experts.w2_bias, route_out), stream, prepare=prepare)
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int64
 
-from .. import formats
+from .. import env, formats
 from ..geometry import LaunchKey, fc1_rows, is_gated
-from .intrinsics import fp4_quarters, make_act_io, sigmoid
+from .intrinsics import SIM, fp4_quarters, make_act_io, sigmoid
 
 __all__ = ["scale_lut", "Shape", "shape_of", "make_chunk_dot", "fill_tables",
-           "make_fc1_epilogue",
+           "make_fc1_epilogue", "gemm_variant", "activation_code", "activation_arg",
            "make_tile_gemm", "ROWS", "LANES", "THREADS", "TILE_ROWS", "SROW"]
 
 THREADS = 128
@@ -137,6 +137,33 @@ def make_fc1_epilogue(key: LaunchKey):
     return epilogue
 
 
+def gemm_variant() -> str:
+    """'mma' (tensor cores, pymoe/cuda/mma.py) or 'fma' (the plain GEMM below).
+    The simulator cannot run inline PTX, so it always runs 'fma'; on a GPU
+    PYMOE_GEMM picks (default 'mma').  Part of every kernel cache key."""
+    if SIM:
+        return "fma"
+    v = env.get_str("PYMOE_GEMM", "mma")
+    if v not in ("mma", "fma"):
+        raise ValueError(f"PYMOE_GEMM={v!r}: expected 'mma' or 'fma'")
+    return v
+
+
+def activation_code(dtype: str) -> str:
+    """ABI code of the activations a block GEMM reads: uint32 words (two 16-bit
+    values each) for the tensor-core GEMM, else the 16-bit array itself."""
+    if gemm_variant() == "mma":
+        return "u4[]"
+    return "u2[]" if dtype == "bfloat16" else "f2[]"
+
+
+def activation_arg(kernel, a):
+    """``a`` as the kernel's first argument wants it (a uint32 view for 'u4[]')."""
+    if kernel.spec.argtypes[0] == "u4[]":
+        return a.reshape(-1).view(np.uint32) if SIM else a.reshape(-1).view("uint32")
+    return a
+
+
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     """gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
 
@@ -144,7 +171,11 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     the routes in packed_route_indices; else the block's own slot rows of the
     intermediate) times TILE_ROWS weight rows of expert e starting at output n0
     (gated w13: 32 gate rows n0.. and 32 up rows I+n0..), fp32, into
-    acc_tile[B * TILE_ROWS] (shared).  Rows past the logical extent are 0."""
+    acc_tile[B * TILE_ROWS] (shared).  Rows past the logical extent are 0.
+    With gemm_variant() 'mma' this is the tensor-core twin (pymoe/cuda/mma.py)."""
+    if gemm_variant() == "mma":
+        from .mma import make_mma_tile_gemm
+        return make_mma_tile_gemm(key, sh, block, gather_tokens)
     load, _, round_ = make_act_io(key.dtype)
     nv = sh.nv
     on_input = key.router_on_input and gather_tokens

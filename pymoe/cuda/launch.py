@@ -261,7 +261,8 @@ def _source_hash() -> str:
 
 
 def disk_key(key: LaunchKey, cc: tuple[int, int]) -> str:
-    blob = json.dumps({"key": asdict(key), "src": _source_hash(),
+    from .gemm import gemm_variant
+    blob = json.dumps({"key": asdict(key), "src": _source_hash(), "gemm": gemm_variant(),
                        "versions": _versions(), "cc": list(cc)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -333,7 +334,7 @@ def _device_cc() -> tuple[int, int]:
 
 def resolve(key: LaunchKey, stream=None, *, source_out: list | None = None) -> Kernel:
     """LaunchKey -> Kernel.  See the module docstring for the capture contract."""
-    k = _MEMORY.get((key, _device_id()))
+    k = _MEMORY.get(_mem_key(key))
     if k is not None:
         _STATS["memory"] += 1
         if source_out is not None:
@@ -350,7 +351,7 @@ def resolve(key: LaunchKey, stream=None, *, source_out: list | None = None) -> K
             f"a CUDA graph: key={key}. Call pymoe.cuda.prewarm(plan) before capture; "
             "nothing was compiled, loaded or enqueued, so the capture can be ended.")
     with _LOCK:
-        k = _MEMORY.get((key, _device_id()))
+        k = _MEMORY.get(_mem_key(key))
         if k is not None:
             return k
         spec = _builder(key.kernel)(key)
@@ -359,10 +360,15 @@ def resolve(key: LaunchKey, stream=None, *, source_out: list | None = None) -> K
             _STATS["compiled"] += 1
         else:
             k = _load_gpu(key, spec)
-        _MEMORY[(key, _device_id())] = k
+        _MEMORY[_mem_key(key)] = k
         if source_out is not None:
             source_out.append(k.source)
         return k
+
+
+def _mem_key(key: LaunchKey) -> tuple:
+    from .gemm import gemm_variant
+    return (key, _device_id(), gemm_variant())
 
 
 def _device_id() -> int:

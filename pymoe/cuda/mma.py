@@ -1,0 +1,265 @@
+"""The block GEMM on tensor cores: mma.sync m16n8k16 (bf16 or f16 in, fp32
+accumulate), FP4 decoded to 16-bit pairs in registers with byte permutes.
+
+Same contract as ``gemm.make_tile_gemm`` (the plain twin the simulator runs):
+
+    gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
+
+leaves acc_tile[m * TILE_ROWS + lr] (shared, fp32) = sum_k act[m, k] * W[row(lr), k]
+for the B activation rows m of block ``blk`` and the 64 weight rows lr of expert
+e starting at n0 (gated w13: 32 gate rows then 32 up rows).  Here ``a`` is the
+activation array as uint32 words (two 16-bit values each).
+
+Layout of the work (swap-AB: the weights are the mma's A operand, so a block of
+only 8 routes still fills the M=16 side):
+- CTA = 4 warps; warp w owns weight rows 16w..16w+15 and every route of the block
+  (B/8 n-tiles of 8 routes).  Lane (g, t) = (lane // 4, lane % 4).
+- Per 32-value K chunk, lane (g, t) loads ONE 32-bit word per weight row: word t
+  of the row's 16-byte chunk (values 8t..8t+7) for rows g and g+8.  K is summed
+  in any order, so the mma's K slots are bound to values by a permutation that
+  keeps every lane on its own word: the 16-bit pair p (p = 0..3) of lane t holds
+  values (8t+p, 8t+p+4), and k-step ks uses pairs 2ks (slots 2t, 2t+1) and
+  2ks+1 (slots 2t+8, 2t+9).  The activations are staged in shared memory in the
+  same permuted order (word 4t+p of a route = values 8t+p | 8t+p+4 << 16), with an
+  XOR swizzle that makes the fragment reads bank-conflict free.
+- FP4 -> 16-bit: the 3 magnitude bits of 4 codes select bytes from two 8-byte
+  tables (prmt), 4 more prmt pair them up, and the sign bits of nibbles p and p+4
+  sit exactly at bits 15 and 31 after one shift: 14 integer ops per 8 weights.
+  Exact for both bf16 and f16 (E2M1 values have 2 significant bits).
+- Scales: MXFP4 (one per row per chunk): the chunk's two k-steps accumulate into a
+  fresh fp32 fragment, which is added scaled (fp32, exact power of two) to the
+  accumulator. NVFP4 (one per 16 values = per lane word): the decoded pairs are
+  multiplied by the E4M3 value in 16-bit (exact: <= 6 significant bits).
+"""
+from __future__ import annotations
+
+from numba import cuda, float32, int64, uint32
+
+from ..geometry import LaunchKey, is_gated
+from .gemm import THREADS, TILE_ROWS, Shape
+from .intrinsics import as_bits, as_float, f32_to_bf16
+from .ptx import f2h, h2f, mma_bf16, mma_f16, mul2_bf16, mul2_f16, prmt
+
+__all__ = ["make_mma_tile_gemm", "decode_word", "TABLES"]
+
+# 8-byte magnitude tables (index = 3 magnitude bits of an E2M1 code): the high and
+# low bytes of the 16-bit encodings of 0, .5, 1, 1.5, 2, 3, 4, 6.
+TABLES = {
+    "bfloat16": (0x3F3F3F00, 0x40404040, 0xC0800000, 0xC0804000),
+    "float16": (0x3E3C3800, 0x46444240, 0x00000000, 0x00000000),
+}
+WARPS = THREADS // 32
+
+
+def _make_decode(dtype: str):
+    h0, h1, l0, l1 = (uint32(v) for v in TABLES[dtype])
+
+    @cuda.jit(device=True, inline=True)
+    def decode_word(wv, p):
+        """16-bit pair p (0..3) of an 8-code word: (code p, code p+4)."""
+        m = wv & uint32(0x77777777)
+        mh = m >> uint32(16)
+        if p < 2:
+            x = prmt(prmt(l0, l1, m), prmt(h0, h1, m), uint32(0x5140))
+            y = prmt(prmt(l0, l1, mh), prmt(h0, h1, mh), uint32(0x5140))
+        else:
+            x = prmt(prmt(l0, l1, m), prmt(h0, h1, m), uint32(0x7362))
+            y = prmt(prmt(l0, l1, mh), prmt(h0, h1, mh), uint32(0x7362))
+        sel = uint32(0x5410) if (p & 1) == 0 else uint32(0x7632)
+        sign = (wv << uint32(12 - 4 * p)) & uint32(0x80008000)
+        return prmt(x, y, sel) | sign
+
+    return decode_word
+
+
+def decode_word(dtype: str):
+    """The device function above (exported for the GPU unit test)."""
+    return _make_decode(dtype)
+
+
+def make_mma_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
+    """Tensor-core twin of gemm.make_tile_gemm (see the module docstring)."""
+    bf16 = key.dtype == "bfloat16"
+    mma = mma_bf16 if bf16 else mma_f16
+    mul2 = mul2_bf16 if bf16 else mul2_f16
+    decode = _make_decode(key.dtype)
+    nv = sh.nv
+    on_input = key.router_on_input and gather_tokens
+    gated_rows = gather_tokens and is_gated(key.activation)
+    half = TILE_ROWS // 2
+    nout = key.intermediate_size if gather_tokens else key.hidden_size
+    kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups
+    b = block
+    nt = b // 8                                   # n-tiles of 8 routes
+    hw = key.hidden_size // 2                     # activation row strides in words
+    iw = key.intermediate_size // 2
+    inter = key.intermediate_size
+    acc_n = nt * 4
+    xw_n = b * 16
+
+    @cuda.jit(device=True, inline=True)
+    def round_pair(v, mult):
+        """Two 16-bit values times mult, each rounded back to the dtype."""
+        lo = v & uint32(0xFFFF)
+        hi = v >> uint32(16)
+        if bf16:
+            flo = as_float(int64(lo) << 16) * mult
+            fhi = as_float(int64(hi) << 16) * mult
+            return uint32(f32_to_bf16(flo)) | (uint32(f32_to_bf16(fhi)) << uint32(16))
+        return f2h(h2f(lo) * mult) | (f2h(h2f(hi) * mult) << uint32(16))
+
+    @cuda.jit(device=True, inline=True)
+    def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        lane = tid % 32
+        g = lane // 4
+        t = lane % 4
+        xw = cuda.shared.array(xw_n, uint32)             # staged activations (permuted)
+        xrow = cuda.shared.array(b, int64)               # word offset of each route's row
+        xmul = cuda.shared.array(b, float32)
+        sl = cuda.shared.array(256, float32)             # scale byte -> scale value
+        s2 = cuda.shared.array(256, uint32)              # NVFP4: scale as 16-bit pair
+        for i in range(tid, 256, THREADS):
+            v = lut[i] * float32(4.0)
+            sl[i] = v
+            if nv:
+                h = uint32(as_bits(v) >> 16) if bf16 else f2h(v)
+                s2[i] = h | (h << uint32(16))
+        for m in range(tid, b, THREADS):
+            slot = blk * b + m
+            off = int64(-1)
+            mult = float32(1.0)
+            if gather_tokens:
+                r = int64(pri[slot])
+                if r < n_routes:
+                    off = (r // top_k) * hw
+                    if on_input:
+                        mult = tw[r]
+            else:
+                off = slot * iw
+            xrow[m] = off
+            xmul[m] = mult
+        # this lane's two weight rows (local lr0 = 16*warp + g and lr0 + 8)
+        wbase = cuda.local.array(2, int64)
+        sbase = cuda.local.array(2, int64)
+        for h in range(2):
+            lr = 16 * warp + g + 8 * h
+            if gated_rows:
+                n = n0 + (lr % half)
+                row = n + (lr // half) * inter
+            else:
+                n = n0 + lr
+                row = n
+            if n < nout:
+                wbase[h] = (e * rows + row) * words + t
+                sbase[h] = (e * rows + row) * sgroups
+            else:
+                wbase[h] = -1
+                sbase[h] = -1
+        acc = cuda.local.array(acc_n, float32)
+        for i in range(acc_n):
+            acc[i] = float32(0.0)
+        sw = (g >> 1) & 3                                # read swizzle of routes 8j+g
+        cuda.syncthreads()
+        for c in range(chunks):
+            k0w = c * 16                                 # chunk start in words
+            for idx in range(tid, b * 4, THREADS):       # activations -> xw (permuted)
+                m = idx // 4
+                tq = idx % 4
+                off = xrow[m]
+                v0 = uint32(0)
+                v1 = uint32(0)
+                v2 = uint32(0)
+                v3 = uint32(0)
+                if off >= 0 and c * 32 + 8 * tq < kdim:
+                    src = off + k0w + 4 * tq
+                    v0 = uint32(a[src])
+                    v1 = uint32(a[src + 1])
+                    v2 = uint32(a[src + 2])
+                    v3 = uint32(a[src + 3])
+                    if on_input:
+                        mult = xmul[m]
+                        v0 = round_pair(v0, mult)
+                        v1 = round_pair(v1, mult)
+                        v2 = round_pair(v2, mult)
+                        v3 = round_pair(v3, mult)
+                base = m * 16
+                swm = (m >> 1) & 3
+                xw[base + ((4 * tq + 0) ^ swm)] = prmt(v0, v2, uint32(0x5410))
+                xw[base + ((4 * tq + 1) ^ swm)] = prmt(v0, v2, uint32(0x7632))
+                xw[base + ((4 * tq + 2) ^ swm)] = prmt(v1, v3, uint32(0x5410))
+                xw[base + ((4 * tq + 3) ^ swm)] = prmt(v1, v3, uint32(0x7632))
+            # this lane's weight words and scales
+            wv0 = uint32(0)
+            wv1 = uint32(0)
+            if wbase[0] >= 0:
+                wv0 = uint32(w[wbase[0] + c * 4])
+            if wbase[1] >= 0:
+                wv1 = uint32(w[wbase[1] + c * 4])
+            cuda.syncthreads()
+            sc0 = uint32(0)
+            sc1 = uint32(0)
+            f0 = float32(0.0)
+            f1 = float32(0.0)
+            if nv:
+                if sbase[0] >= 0:
+                    sc0 = s2[s[sbase[0] + 2 * c + t // 2]]
+                if sbase[1] >= 0:
+                    sc1 = s2[s[sbase[1] + 2 * c + t // 2]]
+            else:
+                if sbase[0] >= 0:
+                    f0 = sl[s[sbase[0] + c]]
+                if sbase[1] >= 0:
+                    f1 = sl[s[sbase[1] + c]]
+            a00 = decode(wv0, 0)
+            a01 = decode(wv0, 1)
+            a02 = decode(wv0, 2)
+            a03 = decode(wv0, 3)
+            a10 = decode(wv1, 0)
+            a11 = decode(wv1, 1)
+            a12 = decode(wv1, 2)
+            a13 = decode(wv1, 3)
+            if nv:
+                a00 = mul2(a00, sc0)
+                a01 = mul2(a01, sc0)
+                a02 = mul2(a02, sc0)
+                a03 = mul2(a03, sc0)
+                a10 = mul2(a10, sc1)
+                a11 = mul2(a11, sc1)
+                a12 = mul2(a12, sc1)
+                a13 = mul2(a13, sc1)
+            for j in range(nt):
+                rb = (8 * j + g) * 16
+                b00 = xw[rb + ((4 * t + 0) ^ sw)]
+                b01 = xw[rb + ((4 * t + 1) ^ sw)]
+                b10 = xw[rb + ((4 * t + 2) ^ sw)]
+                b11 = xw[rb + ((4 * t + 3) ^ sw)]
+                if nv:
+                    d0, d1, d2, d3 = mma(a00, a10, a01, a11, b00, b01, acc[4 * j],
+                                         acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3])
+                    d0, d1, d2, d3 = mma(a02, a12, a03, a13, b10, b11, d0, d1, d2, d3)
+                    acc[4 * j] = d0
+                    acc[4 * j + 1] = d1
+                    acc[4 * j + 2] = d2
+                    acc[4 * j + 3] = d3
+                else:
+                    z = float32(0.0)
+                    d0, d1, d2, d3 = mma(a00, a10, a01, a11, b00, b01, z, z, z, z)
+                    d0, d1, d2, d3 = mma(a02, a12, a03, a13, b10, b11, d0, d1, d2, d3)
+                    acc[4 * j] += d0 * f0
+                    acc[4 * j + 1] += d1 * f0
+                    acc[4 * j + 2] += d2 * f1
+                    acc[4 * j + 3] += d3 * f1
+            cuda.syncthreads()
+        lr0 = 16 * warp + g
+        for j in range(nt):
+            m = 8 * j + 2 * t
+            acc_tile[m * TILE_ROWS + lr0] = acc[4 * j]
+            acc_tile[(m + 1) * TILE_ROWS + lr0] = acc[4 * j + 1]
+            acc_tile[m * TILE_ROWS + lr0 + 8] = acc[4 * j + 2]
+            acc_tile[(m + 1) * TILE_ROWS + lr0 + 8] = acc[4 * j + 3]
+        cuda.syncthreads()
+
+    return gemm
+

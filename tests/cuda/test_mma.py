@@ -1,0 +1,110 @@
+"""Building blocks of the tensor-core GEMM (pymoe/cuda/mma.py, pymoe/cuda/ptx.py),
+checked one at a time on the GPU, plus their PTX with no GPU."""
+import numpy as np
+import pytest
+
+from pymoe import formats
+
+numba = pytest.importorskip("numba")
+
+E2M1 = formats.decode_fp4(np.arange(16, dtype=np.uint8)).astype(np.float32)
+
+
+def _bits16(v, dtype):
+    v = np.asarray(v, np.float32)
+    if dtype == "bfloat16":
+        return (v.view(np.uint32) >> 16).astype(np.uint32)       # exact for E2M1 values
+    return v.astype(np.float16).view(np.uint16).astype(np.uint32)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_fp4_word_decodes_to_exact_16bit_pairs(dtype):
+    from numba import cuda
+    from pymoe.cuda.mma import decode_word
+    dec = decode_word(dtype)
+
+    @cuda.jit
+    def k(words, out):
+        i = cuda.grid(1)
+        if i < words.size:
+            for p in range(4):
+                out[4 * i + p] = dec(words[i], p)
+
+    rng = np.random.default_rng(0)
+    words = np.concatenate([np.arange(256, dtype=np.uint32) * 0x01010101,   # every byte
+                            rng.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32)])
+    out = cuda.to_device(np.full(4 * words.size, 0xDEADBEEF, np.uint32))
+    k[(words.size + 127) // 128, 128](cuda.to_device(words), out)
+    got = out.copy_to_host().reshape(-1, 4)
+    nib = (words[:, None] >> (4 * np.arange(8, dtype=np.uint32))) & 15          # [n, 8]
+    want_lo = _bits16(E2M1[nib[:, :4]], dtype)
+    want_hi = _bits16(E2M1[nib[:, 4:]], dtype)
+    np.testing.assert_array_equal(got & 0xFFFF, want_lo)
+    np.testing.assert_array_equal(got >> 16, want_hi)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_mma_m16n8k16_matches_float64(dtype):
+    """The intrinsic with the PTX ISA fragment layout (lane = 4*group + t)."""
+    from numba import cuda
+    from pymoe.cuda.ptx import mma_bf16, mma_f16
+    mma = mma_bf16 if dtype == "bfloat16" else mma_f16
+
+    @cuda.jit
+    def k(a, b, c, out):                   # a [16,16] b [16,8] (k, n) c [16,8]: 16-bit bits
+        lane = cuda.threadIdx.x
+        g = lane // 4
+        t = lane % 4
+
+        def pair(arr, i0, i1):
+            return numba.uint32(arr[i0]) | (numba.uint32(arr[i1]) << numba.uint32(16))
+        a0 = pair(a, g * 16 + 2 * t, g * 16 + 2 * t + 1)
+        a1 = pair(a, (g + 8) * 16 + 2 * t, (g + 8) * 16 + 2 * t + 1)
+        a2 = pair(a, g * 16 + 2 * t + 8, g * 16 + 2 * t + 9)
+        a3 = pair(a, (g + 8) * 16 + 2 * t + 8, (g + 8) * 16 + 2 * t + 9)
+        b0 = pair(b, (2 * t) * 8 + g, (2 * t + 1) * 8 + g)
+        b1 = pair(b, (2 * t + 8) * 8 + g, (2 * t + 9) * 8 + g)
+        d0, d1, d2, d3 = mma(a0, a1, a2, a3, b0, b1, c[g * 8 + 2 * t], c[g * 8 + 2 * t + 1],
+                             c[(g + 8) * 8 + 2 * t], c[(g + 8) * 8 + 2 * t + 1])
+        out[g * 8 + 2 * t] = d0
+        out[g * 8 + 2 * t + 1] = d1
+        out[(g + 8) * 8 + 2 * t] = d2
+        out[(g + 8) * 8 + 2 * t + 1] = d3
+
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((16, 16)).astype(np.float32)
+    b = rng.standard_normal((16, 8)).astype(np.float32)
+    if dtype == "bfloat16":
+        a = (a.view(np.uint32) & 0xFFFF0000).view(np.float32)
+        b = (b.view(np.uint32) & 0xFFFF0000).view(np.float32)
+    else:
+        a, b = a.astype(np.float16).astype(np.float32), b.astype(np.float16).astype(np.float32)
+    c = rng.standard_normal((16, 8)).astype(np.float32)
+    out = cuda.to_device(np.full(128, np.nan, np.float32))
+    k[1, 32](cuda.to_device(_bits16(a, dtype).astype(np.uint16).ravel()),
+             cuda.to_device(_bits16(b, dtype).astype(np.uint16).ravel()),
+             cuda.to_device(c.ravel()), out)
+    want = a.astype(np.float64) @ b.astype(np.float64) + c
+    np.testing.assert_allclose(out.copy_to_host().reshape(16, 8), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
+def test_packed_gemms_compile_to_mma_ptx(fmt, dtype, monkeypatch):
+    """With PYMOE_GEMM=mma (the GPU default) fc1/fc2 are tensor-core kernels."""
+    from pymoe.cuda import launch
+    if launch.SIM:
+        pytest.skip("the simulator replaces the compiler")
+    monkeypatch.setenv("PYMOE_GEMM", "mma")
+    from pymoe.geometry import launch_keys
+    for b in ((8, 64) if (fmt, dtype) == ("mxfp4", "bfloat16") else (16,)):
+        keys = launch_keys("packed", b, format=fmt, activation="swigluoai", dtype=dtype,
+                           hidden_size=40, intermediate_size=72, has_bias=True,
+                           router_on_input=True, swiglu_limit=7.0, swiglu_alpha=1.702)
+        for key in keys[1:3]:
+            ptx, _ = launch.compile_ptx(key, (9, 0))
+            n = ptx.count("mma.sync.aligned.m16n8k16.row.col.f32")
+            assert n == 2 * (b // 8), (key.kernel, b, n)        # unrolled over n-tiles
+            assert "prmt.b32" in ptx and ".local" not in ptx

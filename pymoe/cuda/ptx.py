@@ -44,15 +44,19 @@ def prmt(typingctx, a, b, sel):
     return sig, codegen
 
 
-def _make_mul2(text):
+def _make_mul2(text, extra=()):
+    """extra: constant i32 inputs appended after a and b (PTX takes no packed
+    immediates)."""
     @intrinsic
     def mul2(typingctx, a, b):
         sig = types.uint32(types.uint32, types.uint32)
 
         def codegen(context, builder, signature, args):
             vals = [_u32(context, builder, t, v) for t, v in zip(signature.args, args)]
-            fnty = ir.FunctionType(_I32, [_I32, _I32])
-            return builder.call(ir.InlineAsm(fnty, text, "=r,r,r"), vals)
+            vals += [ir.Constant(_I32, c) for c in extra]
+            fnty = ir.FunctionType(_I32, [_I32] * len(vals))
+            cons = ",".join(["=r"] + ["r"] * len(vals))
+            return builder.call(ir.InlineAsm(fnty, text, cons), vals)
 
         return sig, codegen
     return mul2
@@ -60,7 +64,7 @@ def _make_mul2(text):
 
 # a*b exactly when the product fits (it does for FP4 x E4M3): fma with -0.0 keeps
 # the sign of a zero product, as a multiply would (mul.bf16x2 is sm_90 only).
-mul2_bf16 = _make_mul2("fma.rn.bf16x2 $0, $1, $2, 0x80008000;")
+mul2_bf16 = _make_mul2("fma.rn.bf16x2 $0, $1, $2, $3;", extra=(0x80008000 - (1 << 32),))
 mul2_f16 = _make_mul2("mul.rn.f16x2 $0, $1, $2;")
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from pymoe import formats
+from ptxas import assemble
 
 numba = pytest.importorskip("numba")
 
@@ -108,3 +109,5 @@ def test_packed_gemms_compile_to_mma_ptx(fmt, dtype, monkeypatch):
             n = ptx.count("mma.sync.aligned.m16n8k16.row.col.f32")
             assert n == 2 * (b // 8), (key.kernel, b, n)        # unrolled over n-tiles
             assert "prmt.b32" in ptx and ".local" not in ptx
+            log = assemble(ptx)                      # None when no ptxas is installed
+            assert log is None or "0 bytes spill" in log, log

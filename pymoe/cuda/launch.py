@@ -40,7 +40,7 @@ from .intrinsics import SIM
 
 __all__ = ["KernelSpec", "Kernel", "resolve", "LaunchNotResolvedError",
            "KernelResolutionFrozenError", "freeze", "unfreeze", "is_frozen",
-           "stats", "clear_memory_cache", "register"]
+           "stats", "clear_memory_cache", "register", "load_spec"]
 
 
 class LaunchNotResolvedError(RuntimeError):
@@ -314,12 +314,30 @@ def _capturing(stream) -> bool:
     return cupy.cuda.runtime.streamIsCapturing(stream.ptr) != 0
 
 
-def compile_ptx(key: LaunchKey, cc: tuple[int, int]) -> tuple[str, str]:
-    """(ptx, entry name) for ``key``: Numba's compiler, no GPU needed."""
-    spec = _builder(key.kernel)(key)
+def _compile(spec: KernelSpec, cc: tuple[int, int]) -> str:
     ptx, _ = cuda.compile_ptx(spec.pyfunc, spec.signature, cc=cc)
     _STATS["compiled"] += 1
+    return ptx
+
+
+def compile_ptx(key: LaunchKey, cc: tuple[int, int]) -> tuple[str, str]:
+    """(ptx, entry name) for ``key``: Numba's compiler, no GPU needed."""
+    ptx = _compile(_builder(key.kernel)(key), cc)
     return ptx, _entry(ptx)
+
+
+def load_spec(spec: KernelSpec) -> "Kernel":
+    """Compile and load a kernel that no LaunchKey names (unit tests of device
+    functions, debugging), bypassing both caches; launched like any other."""
+    if SIM:
+        return Kernel(None, spec, cuda.jit(spec.pyfunc), "compiled")
+    import cupy
+    ptx = _compile(spec, _device_cc())
+    mod = cupy.cuda.function.Module()
+    mod.load(ptx.encode())
+    k = Kernel(None, spec, mod.get_function(_entry(ptx)), "compiled")
+    k.module = mod
+    return k
 
 
 def _entry(ptx: str) -> str:
@@ -400,8 +418,7 @@ def _load_gpu(key: LaunchKey, spec: KernelSpec) -> Kernel:
             mod = cupy.cuda.function.Module()
     if ptx is None:
         source = "compiled"
-        ptx, _ = cuda.compile_ptx(spec.pyfunc, spec.signature, cc=cc)
-        _STATS["compiled"] += 1
+        ptx = _compile(spec, cc)
         mod.load(ptx.encode())
         if use_disk:
             _disk_write(path, digest, ptx)

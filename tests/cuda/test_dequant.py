@@ -9,7 +9,7 @@ from pymoe.ref.dequant import dequant as ref_dequant
 from conftest import CUDASIM
 
 CASES = [Case(1, 40, 24, 5, 2), Case(1, 32, 48, 3, 2, format="nvfp4", activation="relu2"),
-         Case(1, 72, 40, 4, 2, format="nvfp4")]
+         Case(1, 80, 40, 4, 2, format="nvfp4")]
 
 
 def _check(case):

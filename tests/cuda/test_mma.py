@@ -1,5 +1,6 @@
 """Building blocks of the tensor-core GEMM (pymoe/cuda/mma.py, pymoe/cuda/ptx.py),
-checked one at a time on the GPU, plus their PTX with no GPU."""
+checked one at a time on the GPU, plus their PTX with no GPU.  Test kernels go
+through pymoe's own launch path (CuPy), like every pymoe kernel."""
 import numpy as np
 import pytest
 
@@ -21,11 +22,12 @@ def _bits16(v, dtype):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_fp4_word_decodes_to_exact_16bit_pairs(dtype):
+    import cupy as cp
     from numba import cuda
+    from pymoe.cuda.launch import KernelSpec, load_spec
     from pymoe.cuda.mma import decode_word
     dec = decode_word(dtype)
 
-    @cuda.jit
     def k(words, out):
         i = cuda.grid(1)
         if i < words.size:
@@ -35,9 +37,10 @@ def test_fp4_word_decodes_to_exact_16bit_pairs(dtype):
     rng = np.random.default_rng(0)
     words = np.concatenate([np.arange(256, dtype=np.uint32) * 0x01010101,   # every byte
                             rng.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32)])
-    out = cuda.to_device(np.full(4 * words.size, 0xDEADBEEF, np.uint32))
-    k[(words.size + 127) // 128, 128](cuda.to_device(words), out)
-    got = out.copy_to_host().reshape(-1, 4)
+    out = cp.full(4 * words.size, 0xDEADBEEF, cp.uint32)
+    load_spec(KernelSpec(k, ("u4[]", "u4[]"), 128)).launch(
+        ((words.size + 127) // 128,), (cp.asarray(words), out))
+    got = out.get().reshape(-1, 4)
     nib = (words[:, None] >> (4 * np.arange(8, dtype=np.uint32))) & 15          # [n, 8]
     want_lo = _bits16(E2M1[nib[:, :4]], dtype)
     want_hi = _bits16(E2M1[nib[:, 4:]], dtype)
@@ -49,11 +52,12 @@ def test_fp4_word_decodes_to_exact_16bit_pairs(dtype):
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_mma_m16n8k16_matches_float64(dtype):
     """The intrinsic with the PTX ISA fragment layout (lane = 4*group + t)."""
+    import cupy as cp
     from numba import cuda
+    from pymoe.cuda.launch import KernelSpec, load_spec
     from pymoe.cuda.ptx import mma_bf16, mma_f16
     mma = mma_bf16 if dtype == "bfloat16" else mma_f16
 
-    @cuda.jit
     def k(a, b, c, out):                   # a [16,16] b [16,8] (k, n) c [16,8]: 16-bit bits
         lane = cuda.threadIdx.x
         g = lane // 4
@@ -83,12 +87,13 @@ def test_mma_m16n8k16_matches_float64(dtype):
     else:
         a, b = a.astype(np.float16).astype(np.float32), b.astype(np.float16).astype(np.float32)
     c = rng.standard_normal((16, 8)).astype(np.float32)
-    out = cuda.to_device(np.full(128, np.nan, np.float32))
-    k[1, 32](cuda.to_device(_bits16(a, dtype).astype(np.uint16).ravel()),
-             cuda.to_device(_bits16(b, dtype).astype(np.uint16).ravel()),
-             cuda.to_device(c.ravel()), out)
+    out = cp.full(128, np.nan, cp.float32)
+    load_spec(KernelSpec(k, ("u2[]", "u2[]", "f4[]", "f4[]"), 32)).launch(
+        (1,), (cp.asarray(_bits16(a, dtype).astype(np.uint16).ravel()),
+               cp.asarray(_bits16(b, dtype).astype(np.uint16).ravel()),
+               cp.asarray(c.ravel()), out))
     want = a.astype(np.float64) @ b.astype(np.float64) + c
-    np.testing.assert_allclose(out.copy_to_host().reshape(16, 8), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out.get().reshape(16, 8), want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])

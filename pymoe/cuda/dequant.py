@@ -4,7 +4,7 @@ on the device, for debugging and tests.
 Shape legend: E experts, N rows of the projection (F for w13, H for w2), K its
 logical reduction dim, Kp = K padded to 32.
 
-    dequant  grid (ceil(K/128), E*N): out[e, n, kk] = fp4 * scale (* global)
+    dequant  grid (E*N, ceil(K/128)): out[e, n, kk] = fp4 * scale (* global)
 The same word/scale addressing and scale table as the GEMM kernels (gemm.py),
 so a wrong address there shows here first.
 """
@@ -38,8 +38,8 @@ def _build(key, which: str) -> KernelSpec:
     nv, kdim, words, sg, group = sh.nv, sh.k, sh.words, sh.sgroups, sh.group
 
     def kernel(w, s, lut, g, rows, gate_rows, gcols, apply_g, row0, out):
-        kk = cuda.blockIdx.x * THREADS + cuda.threadIdx.x
-        lrow = int64(cuda.blockIdx.y)                # row of the output
+        kk = cuda.blockIdx.y * THREADS + cuda.threadIdx.x
+        lrow = int64(cuda.blockIdx.x)                # row of the output (x: up to 2^31-1)
         if kk >= kdim:
             return
         row = row0 + lrow                            # global row e*N + n
@@ -80,7 +80,7 @@ def dequant(experts, which: str, expert: int | None = None, *,
     st = _stream(stream)
     if out.size:
         resolve(key, st).launch(
-            (-(-sh.k // THREADS), n_exp * sh.rows),
+            (n_exp * sh.rows, -(-sh.k // THREADS)),
             (words, getattr(ew, which + "_scales"), lut, g, sh.rows, gate_rows, gcols,
              int(bool(apply_global)), row0, out), st)
     shape = (sh.rows, sh.k) if expert is not None else (n_exp, sh.rows, sh.k)

@@ -58,9 +58,10 @@ def time_ms(fn, repeats):
 
 def torch_weights(ew):
     """Every expert's weights as bf16 torch tensors, dequantized on the GPU once
-    per preset (pymoe.cuda.dequant, float32 -> bf16)."""
+    per preset (pymoe.cuda.dequant.dequant, float32 -> bf16)."""
     import torch
-    return {n: torch.from_dlpack(pymoe.cuda.dequant(ew, n)).bfloat16() for n in ("w13", "w2")}
+    from pymoe.cuda.dequant import dequant
+    return {n: torch.from_dlpack(dequant(ew, n)).bfloat16() for n in ("w13", "w2")}
 
 
 def torch_baseline(ew, tw_all, x_bits, w, ids):

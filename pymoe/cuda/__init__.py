@@ -14,14 +14,13 @@ import os
 
 __all__ = ["is_available", "to_device", "allocate_scratch", "run", "fused_moe", "prewarm",
            "freeze", "unfreeze", "is_frozen", "LaunchNotResolvedError",
-           "KernelResolutionFrozenError", "dequant"]
+           "KernelResolutionFrozenError"]
 
 _LAZY = {
     "to_device": "runner", "allocate_scratch": "runner", "run": "runner",
     "fused_moe": "runner", "prewarm": "runner", "PrewarmReport": "runner",
     "freeze": "launch", "unfreeze": "launch", "is_frozen": "launch",
     "LaunchNotResolvedError": "launch", "KernelResolutionFrozenError": "launch",
-    "dequant": "dequant",
 }
 
 

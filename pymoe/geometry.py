@@ -45,9 +45,11 @@ REGIMES = ("decode", "packed")
 BLOCK_SIZES = (8, 16, 32, 64)
 
 # T <= DECODE_MAX_TOKENS runs the direct decode regime: every route reads its
-# expert straight from topk_ids, no route packing (a decode step of 1-8 tokens
-# touches at most 8k experts, about what packing would read anyway).
-DECODE_MAX_TOKENS = 8
+# expert straight from topk_ids, no route packing.  Measured on the H200
+# (benchmarks/regime_cut.py, docs/performance.md): with the tensor-core block
+# GEMM the packed regime is faster from T = 2 (gpt-oss-20b: 0.199 vs 0.278 ms;
+# at T = 8 0.372 vs 0.997 ms); decode wins only at T = 1 (0.156 vs 0.176 ms).
+DECODE_MAX_TOKENS = 1
 
 # Arena offsets are aligned to 128 bytes: a full L2 line / 8 x 16-byte vector
 # loads, and more than the 16 bytes any kernel's vector load needs.

@@ -57,7 +57,7 @@ def test_slots_formula():
 def test_regime_cut():
     assert geo.regime_for(geo.DECODE_MAX_TOKENS) == "decode"
     assert geo.regime_for(geo.DECODE_MAX_TOKENS + 1) == "packed"
-    assert geo.token_buckets(3, 2, 4) == [("decode", None, 1, 3)]
+    assert geo.token_buckets(3, 2, 4) == [("decode", None, 1, 1), ("packed", 8, 2, 3)]
 
 
 def test_launch_keys_hashable_and_bucketed():

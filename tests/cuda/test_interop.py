@@ -12,6 +12,17 @@ from problems import Case, make_problem
 pytestmark = pytest.mark.gpu
 
 
+def _bf16(bits):
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def _check(got_bits, want_bits):
+    """Packed-regime results equal the reference within the bf16 bound (the
+    tensor-core GEMM sums K in another order; bit equality is not promised)."""
+    from pymoe.testing import assert_close
+    assert_close(_bf16(got_bits), _bf16(want_bits), dtype="bfloat16", what="y")
+
+
 def _setup(T=20):
     prob = make_problem(Case(T, 256, 128, 8, 2))
     ew = pymoe.cuda.to_device(prob.experts)
@@ -31,7 +42,7 @@ def test_cupy_pointers_are_used_directly():
     y = pymoe.run(b)
     assert y is out
     want = pymoe.fused_moe(prob.x, prob.experts, prob.topk_weights, prob.topk_ids)
-    np.testing.assert_array_equal(out.get(), want.view(np.uint16))
+    _check(out.get(), want.view(np.uint16))
 
 
 def test_torch_tensors_in_and_out_without_copies():
@@ -49,7 +60,7 @@ def test_torch_tensors_in_and_out_without_copies():
     torch.cuda.synchronize()
     want = pymoe.fused_moe(prob.x, prob.experts, prob.topk_weights, prob.topk_ids)
     got = out.view(torch.int16).cpu().numpy().view(np.uint16)
-    np.testing.assert_array_equal(got, want.view(np.uint16))
+    _check(got, want.view(np.uint16))
     y = pymoe.fused_moe(x, ew, w, ids, backend="cuda", out=out)
     assert y is out
 

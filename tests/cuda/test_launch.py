@@ -165,11 +165,12 @@ def _gpu_problem(T, E=8, H=256, I=128, k=4, seed=0):
 
 
 def _bound_decode(T, H, I):
-    """A decode-regime problem bound to device buffers (out included)."""
+    """A decode-regime problem (T = 1) bound to device buffers (out included)."""
     import cupy as cp
     prob = _gpu_problem(T, H=H, I=I)
     ew = pymoe.cuda.to_device(prob.experts)
     plan = pymoe.plan(pymoe.Caps.for_weights(prob.experts, max_tokens=8, top_k=4))
+    assert geo.regime_for(T) == "decode"
     x = cp.asarray(prob.x.view(np.uint16))
     return prob, plan.bind(scratch=pymoe.cuda.allocate_scratch(plan), x=x, experts=ew,
                            topk_weights=cp.asarray(prob.topk_weights),
@@ -221,7 +222,7 @@ def test_graph_capture_replay_matches_eager(T):
 @pytest.mark.gpu
 def test_capture_of_unresolved_key_raises_and_capture_can_end(monkeypatch):
     import cupy as cp
-    prob, b = _bound_decode(3, H=192, I=96)              # a shape nothing else compiles
+    prob, b = _bound_decode(1, H=192, I=96)              # a shape nothing else compiles
     calls = []
     monkeypatch.setattr(launch, "_disk_read", lambda *a: calls.append("disk"))
     monkeypatch.setattr(launch.cuda, "compile_ptx", lambda *a, **k: calls.append("compile"))
@@ -240,7 +241,7 @@ def test_capture_on_current_stream_does_not_block_an_idle_selected_stream():
     """The reverse: the current stream captures, the selected one does not, so an
     unresolved launch resolves and runs on the selected stream."""
     import cupy as cp
-    prob, b = _bound_decode(2, H=160, I=96)
+    prob, b = _bound_decode(1, H=160, I=96)
     cap, sel = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
     with cap:
         cap.begin_capture(mode=cp.cuda.runtime.streamCaptureModeRelaxed)

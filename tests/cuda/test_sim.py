@@ -12,14 +12,15 @@ from diff import check_case
 pytestmark = pytest.mark.cudasim
 
 CASES = [
-    Case(3, 40, 24, 5, 2, why="decode regime, H and I not multiples of 32"),
-    Case(3, 32, 16, 4, 2, format="nvfp4", dtype="float16", activation="relu2", bias=True,
+    Case(1, 40, 24, 5, 2, why="decode regime, H and I not multiples of 32"),
+    Case(1, 32, 16, 4, 2, format="nvfp4", dtype="float16", activation="relu2", bias=True,
          why="decode, NVFP4, fp16, relu2, bias"),
     Case(12, 40, 24, 5, 2, invalid=(-1, 5, 99), bias=True, activation="swigluoai",
          layout="interleaved", why="packed regime, invalid ids, gpt-oss activation"),
     Case(10, 32, 48, 3, 3, format="nvfp4", on_input=True, why="packed, NVFP4, k=E, router on input"),
     Case(9, 32, 16, 4, 1, ep=True, dtype="float16", why="packed, expert map"),
-    Case(2, 32, 16, 4, 2, ep=True, invalid=(-1, 8, 2**31 - 1), why="decode, map + invalid"),
+    Case(1, 32, 16, 4, 2, ep=True, invalid=(-1, 8, 2**31 - 1), why="decode, map + invalid"),
+    Case(3, 32, 16, 4, 2, ep=True, invalid=(-1, 8, 2**31 - 1), why="packed, map + invalid"),
 ]
 
 

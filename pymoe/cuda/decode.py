@@ -17,7 +17,7 @@ from numba import cuda, float32
 
 from ..geometry import LaunchKey, is_gated
 from .gemm import (LANES, ROWS, THREADS, fill_tables, make_chunk_dot, make_fc1_epilogue,
-                   shape_of)
+                   make_row_map, shape_of)
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
 from .route_pack import local_expert, route_args
@@ -102,6 +102,7 @@ def build_fc1(key: LaunchKey) -> KernelSpec:
     epi = make_fc1_epilogue(key)
     _, store, _ = make_act_io(key.dtype)
     hid, inter, rows = key.hidden_size, key.intermediate_size, sh.rows
+    row_of = make_row_map(gated, TN1, inter)
     res_n = 2 * TN1
 
     def kernel(x, ids, stride, top_k, emap, has_map, num_ids, tw, w, s, lut, g13, b13,
@@ -124,12 +125,7 @@ def build_fc1(key: LaunchKey) -> KernelSpec:
         slot = tid // LANES
         for p in range(npass):
             lr = p * ROWS + slot
-            if gated:
-                n = n0 + (lr % TN1)
-                row = n + (lr // TN1) * inter
-            else:
-                n = n0 + lr
-                row = n
+            n, row = row_of(n0, lr)
             row_pass(p, lr, e * rows + row, n < inter, x, t * hid, tw[r], w, s, sl, f4, xs,
                      red, res)
         n = n0 + tid

@@ -23,7 +23,7 @@ from ..geometry import LaunchKey, fc1_rows, is_gated
 from .intrinsics import SIM, fp4_quarters, make_act_io, sigmoid
 
 __all__ = ["scale_lut", "Shape", "shape_of", "make_chunk_dot", "fill_tables",
-           "make_fc1_epilogue", "gemm_variant", "activation_code", "activation_arg",
+           "make_fc1_epilogue", "make_row_map", "tile_roles", "gemm_variant", "activation_code", "activation_arg",
            "make_tile_gemm", "ROWS", "LANES", "THREADS", "TILE_ROWS", "SROW"]
 
 THREADS = 128
@@ -99,6 +99,33 @@ def make_chunk_dot(key: LaunchKey, sh: Shape):
         return acc
 
     return dot
+
+
+def make_row_map(gated: bool, half: int, inter: int):
+    """row_of(n0, lr) -> (n, row): local weight row lr of a tile whose outputs
+    start at column n0 -> its output column n and its row in the expert's
+    matrix.  A gated w13 tile holds ``half`` gate rows (row n), then ``half`` up
+    rows (row I + n)."""
+    @cuda.jit(device=True, inline=True)
+    def row_of(n0, lr):
+        if gated:
+            n = n0 + (lr % half)
+            return n, n + (lr // half) * inter
+        n = n0 + lr
+        return n, n
+
+    return row_of
+
+
+def tile_roles(key: LaunchKey, gather_tokens: bool) -> tuple:
+    """(on_input, row_of, nout) of a block GEMM: fc1 (gather_tokens) may scale
+    its inputs by the router weight and maps gated rows; its outputs are I
+    columns, fc2's are H."""
+    on_input = key.router_on_input and gather_tokens
+    row_of = make_row_map(gather_tokens and is_gated(key.activation), TILE_ROWS // 2,
+                          key.intermediate_size)
+    nout = key.intermediate_size if gather_tokens else key.hidden_size
+    return on_input, row_of, nout
 
 
 def make_fc1_epilogue(key: LaunchKey):
@@ -178,10 +205,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return make_mma_tile_gemm(key, sh, block, gather_tokens)
     load, _, round_ = make_act_io(key.dtype)
     nv = sh.nv
-    on_input = key.router_on_input and gather_tokens
-    gated_rows = gather_tokens and is_gated(key.activation)
-    half = TILE_ROWS // 2
-    nout = key.intermediate_size if gather_tokens else key.hidden_size
+    on_input, row_of, nout = tile_roles(key, gather_tokens)
     kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups
     b = block
     mt = b // 8                                    # rows of the block per thread
@@ -224,12 +248,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 xa[m * SROW + kk] = v
             if tid < TILE_ROWS:                               # weights -> wd[64, 32]
                 lr = tid
-                if gated_rows:
-                    n = n0 + (lr % half)
-                    row = n + (lr // half) * inter
-                else:
-                    n = n0 + lr
-                    row = n
+                n, row = row_of(n0, lr)
                 if n < nout:
                     wb = (e * rows + row) * words + c * 4
                     sb = (e * rows + row) * sgroups

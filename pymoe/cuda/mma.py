@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from numba import cuda, float32, int64, uint32
 
-from ..geometry import LaunchKey, is_gated
-from .gemm import THREADS, TILE_ROWS, Shape
+from ..geometry import LaunchKey
+from .gemm import THREADS, TILE_ROWS, Shape, tile_roles
 from .intrinsics import as_bits, as_float, f32_to_bf16
 from .ptx import f2h, h2f, mma_bf16, mma_f16, mul2_bf16, mul2_f16, prmt
 
@@ -84,16 +84,12 @@ def make_mma_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: boo
     mul2 = mul2_bf16 if bf16 else mul2_f16
     decode = _make_decode(key.dtype)
     nv = sh.nv
-    on_input = key.router_on_input and gather_tokens
-    gated_rows = gather_tokens and is_gated(key.activation)
-    half = TILE_ROWS // 2
-    nout = key.intermediate_size if gather_tokens else key.hidden_size
+    on_input, row_of, nout = tile_roles(key, gather_tokens)
     kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups
     b = block
     nt = b // 8                                   # n-tiles of 8 routes
     hw = key.hidden_size // 2                     # activation row strides in words
     iw = key.intermediate_size // 2
-    inter = key.intermediate_size
     acc_n = nt * 4
     xw_n = b * 16
 
@@ -144,13 +140,7 @@ def make_mma_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: boo
         wbase = cuda.local.array(2, int64)
         sbase = cuda.local.array(2, int64)
         for h in range(2):
-            lr = 16 * warp + g + 8 * h
-            if gated_rows:
-                n = n0 + (lr % half)
-                row = n + (lr // half) * inter
-            else:
-                n = n0 + lr
-                row = n
+            n, row = row_of(n0, 16 * warp + g + 8 * h)
             if n < nout:
                 wbase[h] = (e * rows + row) * words + t
                 sbase[h] = (e * rows + row) * sgroups

@@ -17,7 +17,7 @@ from numba import cuda, float32
 
 from ..geometry import LaunchKey, is_gated
 from .gemm import (LANES, ROWS, THREADS, fill_tables, make_chunk_dot, make_fc1_epilogue,
-                   make_row_map, shape_of)
+                   make_fc2_epilogue, make_row_map, shape_of)
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
 from .route_pack import local_expert, route_args
@@ -145,7 +145,7 @@ def build_fc2(key: LaunchKey) -> KernelSpec:
     row_pass, stage_n = _make_row_pass(key, sh, False)
     _, store, _ = make_act_io(key.dtype)
     hid, inter = key.hidden_size, key.intermediate_size
-    nv, bias, on_input = sh.nv, key.has_bias, key.router_on_input
+    epi = make_fc2_epilogue(key)
 
     def kernel(a, ids, stride, top_k, emap, has_map, num_ids, tw, w, s, lut, g2, b2, out):
         tid = cuda.threadIdx.x
@@ -169,14 +169,7 @@ def build_fc2(key: LaunchKey) -> KernelSpec:
                              float32(1.0), w, s, sl, f4, xs, red, res)
                 n = n0 + tid
                 if tid < TN2 and n < hid:
-                    h = res[tid]
-                    if nv:
-                        h *= g2[e]
-                    if bias:
-                        h += b2[e * hid + n]
-                    if not on_input:
-                        h *= tw[r]
-                    y += h
+                    y += epi(res[tid], e, n, r, tw, g2, b2)
                 cuda.syncthreads()
         n = n0 + tid
         if tid < TN2 and n < hid:

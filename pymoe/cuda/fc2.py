@@ -11,7 +11,8 @@ from __future__ import annotations
 from numba import cuda, float32, int64
 
 from ..geometry import LaunchKey
-from .gemm import THREADS, TILE_ROWS, activation_arg, activation_code, make_tile_gemm, shape_of
+from .gemm import (THREADS, TILE_ROWS, activation_arg, activation_code, make_fc2_epilogue,
+                   make_tile_gemm, shape_of)
 from .intrinsics import make_act_io
 from .launch import KernelSpec, register, resolve
 from .route_pack import local_expert, route_args
@@ -27,7 +28,7 @@ def build(key: LaunchKey) -> KernelSpec:
     b = key.block
     gemm = make_tile_gemm(key, sh, b, gather_tokens=False)
     hid = key.hidden_size
-    nv, bias, on_input = sh.nv, key.has_bias, key.router_on_input
+    epi = make_fc2_epilogue(key)
     acc_n = b * TILE_ROWS
 
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, lut, g2, b2, route_out):
@@ -45,14 +46,7 @@ def build(key: LaunchKey) -> KernelSpec:
             n = n0 + c
             r = int64(pri[blk * b + m])
             if n < hid and r < n_routes:
-                h = acc[idx]
-                if nv:
-                    h *= g2[e]
-                if bias:
-                    h += b2[e * hid + n]
-                if not on_input:
-                    h *= tw[r]
-                route_out[r * hid + n] = h
+                route_out[r * hid + n] = epi(acc[idx], e, n, r, tw, g2, b2)
 
     return KernelSpec(kernel, (activation_code(key.dtype), "i4[]", "i4[]", "i8", "i8", "f4[]",
                                "u4[]", "u1[]",

@@ -23,7 +23,7 @@ from ..geometry import LaunchKey, fc1_rows, is_gated
 from .intrinsics import SIM, fp4_quarters, make_act_io, sigmoid
 
 __all__ = ["scale_lut", "Shape", "shape_of", "make_chunk_dot", "fill_tables",
-           "make_fc1_epilogue", "make_row_map", "tile_roles", "gemm_variant", "activation_code", "activation_arg",
+           "make_fc1_epilogue", "make_fc2_epilogue", "make_row_map", "tile_roles", "gemm_variant", "activation_code", "activation_arg",
            "make_tile_gemm", "ROWS", "LANES", "THREADS", "TILE_ROWS", "SROW"]
 
 THREADS = 128
@@ -126,6 +126,28 @@ def tile_roles(key: LaunchKey, gather_tokens: bool) -> tuple:
                           key.intermediate_size)
     nout = key.intermediate_size if gather_tokens else key.hidden_size
     return on_input, row_of, nout
+
+
+def make_fc2_epilogue(key: LaunchKey):
+    """epilogue(h, e, n, r, tw, g2, b2) -> float32: the down projection's output
+    column n of route r (expert e) with global scale, bias and the router weight
+    (unless it went on the input), as fc2 and decode_fc2 both finish."""
+    nv = key.format == "nvfp4"
+    bias = key.has_bias
+    on_input = key.router_on_input
+    hid = key.hidden_size
+
+    @cuda.jit(device=True, inline=True)
+    def epilogue(h, e, n, r, tw, g2, b2):
+        if nv:
+            h *= g2[e]
+        if bias:
+            h += b2[e * hid + n]
+        if not on_input:
+            h *= tw[r]
+        return h
+
+    return epilogue
 
 
 def make_fc1_epilogue(key: LaunchKey):

@@ -352,15 +352,18 @@ class Plan:
                 validate_expert_map(expert_map, c.num_experts)
             arrays["expert_map"] = expert_map
         self._check_experts(experts, kind)
-        for name, a in arrays.items():
+        for name, a in (*arrays.items(), ("scratch", scratch)):
             if _kind(a) != kind:
                 raise TypeError(f"{name}: is a {_kind(a)} array but x is a {kind} array; "
                                 "keep every argument on one device")
         if kind == "device":
             dev = x.device.id
-            for name, a in arrays.items():
+            for name, a in (*arrays.items(), ("experts", experts.w13), ("scratch", scratch)):
                 if a.device.id != dev:
-                    raise ValueError(f"{name}: on device {a.device.id}, x on device {dev}")
+                    raise ValueError(f"{name}: on device {a.device.id}, x on device {dev}"
+                                     + ("; upload the weights to x's device with "
+                                        "pymoe.cuda.to_device under cupy.cuda.Device(...)"
+                                        if name == "experts" else ""))
         reg, b, shapes = c.shapes_for(max(t, 1))
         views = {}
         for ts in shapes:

@@ -78,3 +78,19 @@ def test_gpt_oss_example_runs_on_cuda():
     r = subprocess.run([sys.executable, str(ex)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "cuda" in r.stdout
+
+
+def test_scratch_and_experts_must_live_with_x():
+    """bind refuses host scratch for device x, and weights on another GPU."""
+    import cupy as cp
+    prob, ew, plan = _setup()
+    kw = dict(x=cp.asarray(prob.x.view(np.uint16)), topk_weights=cp.asarray(prob.topk_weights),
+              topk_ids=cp.asarray(prob.topk_ids))
+    with pytest.raises(TypeError, match="scratch: is a host array but x is a device array"):
+        plan.bind(scratch=np.empty(plan.scratch_nbytes, np.uint8), experts=ew, **kw)
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("the cross-device case needs 2 GPUs")
+    with cp.cuda.Device(1):
+        ew1 = pymoe.cuda.to_device(prob.experts.with_arrays("cpu", **prob.experts.arrays()))
+    with pytest.raises(ValueError, match="experts: on device 1, x on device 0"):
+        plan.bind(scratch=pymoe.cuda.allocate_scratch(plan), experts=ew1, **kw)

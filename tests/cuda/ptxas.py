@@ -23,11 +23,11 @@ def assemble(ptx: str, arch: str = "sm_90") -> str | None:
         return None
     ver = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
     m = re.search(r"release (\d+)\.(\d+)", ver)
-    if m:
-        major, minor = int(m.group(1)), int(m.group(2))
-        isa = f"{major - 4}.{minor}" if major >= 12 else None   # CUDA 12.x -> ISA 8.x
-        if isa:
-            ptx = re.sub(r"^\.version .*$", f".version {isa}", ptx, count=1, flags=re.M)
+    if not m or int(m.group(1)) < 12:
+        return None                       # unknown or too old for the ISA pymoe emits
+    major, minor = int(m.group(1)), int(m.group(2))
+    isa = f"{major - 4}.{minor}"          # CUDA 12.x -> PTX ISA 8.x, 13.x -> 9.x
+    ptx = re.sub(r"^\.version .*$", f".version {isa}", ptx, count=1, flags=re.M)
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "k.ptx")
         with open(src, "w") as fh:

@@ -48,7 +48,8 @@ TABLES = {
     "bfloat16": (0x3F3F3F00, 0x40404040, 0xC0800000, 0xC0804000),
     "float16": (0x3E3C3800, 0x46444240, 0x00000000, 0x00000000),
 }
-WARPS = THREADS // 32
+# warp w of the CTA owns weight rows 16w..16w+15 of the tile
+assert TILE_ROWS == 16 * (THREADS // 32), "one 16-row mma tile per warp"
 
 
 def _make_decode(dtype: str):

@@ -64,7 +64,8 @@ def build(key: LaunchKey) -> KernelSpec:
                 store(out, slot * inter + n, v)
 
     a = "u2[]" if key.dtype == "bfloat16" else "f2[]"
-    return KernelSpec(kernel, (activation_code(key.dtype), "i4[]", "i4[]", "i8", "i8", "f4[]", "u4[]", "u1[]",
+    return KernelSpec(kernel, (activation_code(key.dtype), "i4[]", "i4[]", "i8", "i8", "f4[]",
+                               "u4[]", "u1[]",
                                "f4[]", "f4[]", "f4[]", a), THREADS)
 
 

@@ -23,8 +23,9 @@ from ..geometry import LaunchKey, fc1_rows, is_gated
 from .intrinsics import SIM, fp4_quarters, make_act_io, sigmoid
 
 __all__ = ["scale_lut", "Shape", "shape_of", "make_chunk_dot", "fill_tables",
-           "make_fc1_epilogue", "make_fc2_epilogue", "make_row_map", "tile_roles", "gemm_variant", "activation_code", "activation_arg",
-           "make_tile_gemm", "ROWS", "LANES", "THREADS", "TILE_ROWS", "SROW"]
+           "make_fc1_epilogue", "make_fc2_epilogue", "make_row_map", "tile_roles",
+           "gemm_variant", "activation_code", "activation_arg", "make_tile_gemm", "ROWS",
+           "LANES", "THREADS", "TILE_ROWS", "SROW"]
 
 THREADS = 128
 ROWS, LANES = 8, 16          # GEMV kernels: 8 weight rows at a time x 16 K-lanes

@@ -11,7 +11,7 @@ reference interpreter (``pymoe.ref``) and Numba CUDA kernels (``pymoe.cuda``).
 
 ``import pymoe`` needs NumPy only; numba and cupy load inside ``pymoe.cuda``.
 """
-from . import cuda  # light: numba and cupy load on first use inside it
+from . import cuda, ep  # light: numba and cupy load on first use inside cuda
 from .formats import (dequantize_mxfp4, dequantize_nvfp4, quantize_mxfp4,
                       quantize_nvfp4)
 from .moe import fused_moe, route_topk, run

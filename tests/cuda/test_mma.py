@@ -116,3 +116,23 @@ def test_packed_gemms_compile_to_mma_ptx(fmt, dtype, monkeypatch):
             assert "prmt.b32" in ptx and ".local" not in ptx
             log = assemble(ptx)                      # None when no ptxas is installed
             assert log is None or "0 bytes spill" in log, log
+
+
+def test_gemm_variant_is_chosen_by_env(monkeypatch):
+    from pymoe.cuda import gemm, launch
+    if launch.SIM:
+        assert gemm.gemm_variant() == "fma"             # the simulator runs no inline PTX
+        return
+    monkeypatch.delenv("PYMOE_GEMM", raising=False)
+    assert gemm.gemm_variant() == "mma" and gemm.activation_code("bfloat16") == "u4[]"
+    monkeypatch.setenv("PYMOE_GEMM", "fma")
+    assert gemm.activation_code("float16") == "f2[]"
+    from pymoe.geometry import LaunchKey
+    key = LaunchKey("fc1", format="mxfp4", activation="silu", dtype="bfloat16",
+                    hidden_size=64, intermediate_size=32, block=8)
+    fma_key = launch.disk_key(key, (9, 0))
+    monkeypatch.setenv("PYMOE_GEMM", "mma")
+    assert launch.disk_key(key, (9, 0)) != fma_key       # the variant is part of the key
+    monkeypatch.setenv("PYMOE_GEMM", "wgmma")
+    with pytest.raises(ValueError, match="PYMOE_GEMM='wgmma'"):
+        gemm.gemm_variant()

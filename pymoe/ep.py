@@ -70,10 +70,9 @@ def partial_moe(x, local_experts, topk_weights, topk_ids, expert_map, *,
     """This rank's contribution: fused_moe over its local experts only (routes to
     other ranks' experts add exactly 0).  topk_ids hold global ids."""
     from .moe import fused_moe
-    m = np.asarray(expert_map) if isinstance(expert_map, np.ndarray) else expert_map
     return fused_moe(x, local_experts, topk_weights, topk_ids, backend=backend, out=out,
-                     expert_map=m, apply_router_weight_on_input=apply_router_weight_on_input,
-                     stream=stream)
+                     expert_map=expert_map,
+                     apply_router_weight_on_input=apply_router_weight_on_input, stream=stream)
 
 
 def combine_partials(partials):

@@ -18,7 +18,7 @@ from numba import cuda, float32
 from ..geometry import LaunchKey, is_gated
 from .gemm import (LANES, ROWS, THREADS, fill_tables, make_chunk_dot, make_fc1_epilogue,
                    make_fc2_epilogue, make_row_map, shape_of)
-from .intrinsics import make_act_io
+from .intrinsics import act_code, make_act_io
 from .launch import KernelSpec, register, resolve
 from .route_pack import local_expert, route_args
 
@@ -29,10 +29,6 @@ __all__ = ["decode_fc1", "decode_fc2"]
 TN1 = 8       # intermediate columns per decode_fc1 CTA (16 weight rows when gated)
 TN2 = 8       # output columns per decode_fc2 CTA
 KSTAGE = 8192 # activations staged per pass (32 KiB of fp32 shared memory)
-
-
-def _act_code(dtype: str) -> str:
-    return "u2[]" if dtype == "bfloat16" else "f2[]"
 
 
 def _make_row_pass(key: LaunchKey, sh, on_input: bool):
@@ -133,7 +129,7 @@ def build_fc1(key: LaunchKey) -> KernelSpec:
             up = res[TN1 + tid] if gated else float32(0.0)
             store(out, r * inter + n, epi(res[tid], up, e, n, g13, b13))
 
-    a = _act_code(key.dtype)
+    a = act_code(key.dtype)
     return KernelSpec(kernel, (a, "i4[]", "i8", "i8", "i4[]", "i8", "i8", "f4[]", "u4[]",
                                "u1[]", "f4[]", "f4[]", "f4[]", a), THREADS)
 
@@ -175,7 +171,7 @@ def build_fc2(key: LaunchKey) -> KernelSpec:
         if tid < TN2 and n < hid:
             store(out, t * hid + n, y)
 
-    c = _act_code(key.dtype)
+    c = act_code(key.dtype)
     return KernelSpec(kernel, (c, "i4[]", "i8", "i8", "i4[]", "i8", "i8", "f4[]", "u4[]",
                                "u1[]", "f4[]", "f4[]", "f4[]", c), THREADS)
 

@@ -15,7 +15,7 @@ from numba import cuda, float32, int64
 from ..geometry import LaunchKey, is_gated
 from .gemm import (THREADS, TILE_ROWS, activation_arg, activation_code, make_fc1_epilogue,
                    make_tile_gemm, shape_of)
-from .intrinsics import make_act_io
+from .intrinsics import act_code, make_act_io
 from .launch import KernelSpec, register, resolve
 
 __all__ = ["fc1"]
@@ -63,10 +63,9 @@ def build(key: LaunchKey) -> KernelSpec:
                     v = epi(acc[m * TILE_ROWS + c], up, e, n, g13, b13)
                 store(out, slot * inter + n, v)
 
-    a = "u2[]" if key.dtype == "bfloat16" else "f2[]"
     return KernelSpec(kernel, (activation_code(key.dtype), "i4[]", "i4[]", "i8", "i8", "f4[]",
-                               "u4[]", "u1[]",
-                               "f4[]", "f4[]", "f4[]", a), THREADS)
+                               "u4[]", "u1[]", "f4[]", "f4[]", "f4[]", act_code(key.dtype)),
+                      THREADS)
 
 
 def fc1(x, experts, topk_weights, packed_route_indices, block_expert_ids, intermediate,

@@ -13,7 +13,7 @@ from numba import cuda, float32, int64
 from ..geometry import LaunchKey
 from .gemm import (THREADS, TILE_ROWS, activation_arg, activation_code, make_fc2_epilogue,
                    make_tile_gemm, shape_of)
-from .intrinsics import make_act_io
+from .intrinsics import act_code, make_act_io
 from .launch import KernelSpec, register, resolve
 from .route_pack import local_expert, route_args
 
@@ -70,8 +70,8 @@ def build_combine(key: LaunchKey) -> KernelSpec:
                 y += route_out[r * hid + n]
         store(out, t * hid + n, y)
 
-    c = "u2[]" if key.dtype == "bfloat16" else "f2[]"
-    return KernelSpec(kernel, ("f4[]", "i4[]", "i8", "i8", "i4[]", "i8", "i8", c),
+    return KernelSpec(kernel, ("f4[]", "i4[]", "i8", "i8", "i4[]", "i8", "i8",
+                               act_code(key.dtype)),
                       COMBINE_TN)
 
 

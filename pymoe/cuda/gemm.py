@@ -20,7 +20,7 @@ from numba import cuda, float32, int64
 
 from .. import env, formats
 from ..geometry import LaunchKey, fc1_rows, is_gated
-from .intrinsics import SIM, fp4_quarters, make_act_io, sigmoid
+from .intrinsics import SIM, act_code, fp4_quarters, make_act_io, sigmoid
 
 __all__ = ["scale_lut", "Shape", "shape_of", "make_chunk_dot", "fill_tables",
            "make_fc1_epilogue", "make_fc2_epilogue", "make_row_map", "tile_roles",
@@ -202,16 +202,12 @@ def gemm_variant() -> str:
 def activation_code(dtype: str) -> str:
     """ABI code of the activations a block GEMM reads: uint32 words (two 16-bit
     values each) for the tensor-core GEMM, else the 16-bit array itself."""
-    if gemm_variant() == "mma":
-        return "u4[]"
-    return "u2[]" if dtype == "bfloat16" else "f2[]"
+    return "u4[]" if gemm_variant() == "mma" else act_code(dtype)
 
 
 def activation_arg(kernel, a):
     """``a`` as the kernel's first argument wants it (a uint32 view for 'u4[]')."""
-    if kernel.spec.argtypes[0] == "u4[]":
-        return a.reshape(-1).view(np.uint32) if SIM else a.reshape(-1).view("uint32")
-    return a
+    return a.reshape(-1).view(np.uint32) if kernel.spec.argtypes[0] == "u4[]" else a
 
 
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):

@@ -54,7 +54,7 @@ def as_stream(stream):
     import cupy as cp
     if stream is None:
         return cp.cuda.get_current_stream()
-    if isinstance(stream, cp.cuda.Stream) or hasattr(stream, "ptr"):
+    if hasattr(stream, "ptr"):                       # CuPy streams (and anything alike)
         return stream
     if isinstance(stream, int) and not isinstance(stream, bool):
         return _RawStream(stream)

@@ -13,7 +13,7 @@ import numpy as np
 from numba import config, cuda, float32, int32, int64
 
 __all__ = ["SIM", "as_float", "as_bits", "bf16_to_f32", "f32_to_bf16", "f16_to_f32",
-           "fp4_quarters", "sigmoid", "make_act_io"]
+           "fp4_quarters", "sigmoid", "make_act_io", "act_code"]
 
 SIM = bool(config.ENABLE_CUDASIM)
 
@@ -79,6 +79,12 @@ else:
     @cuda.jit(device=True, inline=True)
     def to_half(v):
         return _f16(v)
+
+
+def act_code(dtype: str) -> str:
+    """Kernel ABI code (launch.KernelSpec) of a 16-bit activation array: bf16 is
+    passed as its uint16 bits, fp16 as float16."""
+    return "u2[]" if dtype == "bfloat16" else "f2[]"
 
 
 def make_act_io(dtype: str):

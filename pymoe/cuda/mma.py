@@ -40,7 +40,7 @@ from .gemm import THREADS, TILE_ROWS, Shape, tile_roles
 from .intrinsics import as_bits, as_float, f32_to_bf16
 from .ptx import f2h, h2f, mma_bf16, mma_f16, mul2_bf16, mul2_f16, prmt
 
-__all__ = ["make_mma_tile_gemm", "decode_word", "TABLES"]
+__all__ = ["make_mma_tile_gemm", "make_decode_word", "TABLES"]
 
 # 8-byte magnitude tables (index = 3 magnitude bits of an E2M1 code): the high and
 # low bytes of the 16-bit encodings of 0, .5, 1, 1.5, 2, 3, 4, 6.
@@ -52,7 +52,8 @@ TABLES = {
 assert TILE_ROWS == 16 * (THREADS // 32), "one 16-row mma tile per warp"
 
 
-def _make_decode(dtype: str):
+def make_decode_word(dtype: str):
+    """decode_word(wv, p) for ``dtype`` (exported for the GPU unit test)."""
     h0, h1, l0, l1 = (uint32(v) for v in TABLES[dtype])
 
     @cuda.jit(device=True, inline=True)
@@ -73,17 +74,12 @@ def _make_decode(dtype: str):
     return decode_word
 
 
-def decode_word(dtype: str):
-    """The device function above (exported for the GPU unit test)."""
-    return _make_decode(dtype)
-
-
 def make_mma_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     """Tensor-core twin of gemm.make_tile_gemm (see the module docstring)."""
     bf16 = key.dtype == "bfloat16"
     mma = mma_bf16 if bf16 else mma_f16
     mul2 = mul2_bf16 if bf16 else mul2_f16
-    decode = _make_decode(key.dtype)
+    decode = make_decode_word(key.dtype)
     nv = sh.nv
     on_input, row_of, nout = tile_roles(key, gather_tokens)
     kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups

@@ -19,6 +19,7 @@ from . import fc1 as _fc1
 from . import fc2 as _fc2
 from . import route_pack as _rp
 from .gemm import scale_lut
+from .interop import as_stream
 from .intrinsics import SIM
 from .launch import _capturing, resolve
 
@@ -70,7 +71,6 @@ def allocate_scratch(plan, pool=None):
 def _stream(stream):
     if SIM:
         return None
-    from .interop import as_stream
     return as_stream(stream)
 
 

@@ -25,8 +25,8 @@ def test_fp4_word_decodes_to_exact_16bit_pairs(dtype):
     import cupy as cp
     from numba import cuda
     from pymoe.cuda.launch import KernelSpec, load_spec
-    from pymoe.cuda.mma import decode_word
-    dec = decode_word(dtype)
+    from pymoe.cuda.mma import make_decode_word
+    dec = make_decode_word(dtype)
 
     def k(words, out):
         i = cuda.grid(1)

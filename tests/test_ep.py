@@ -7,11 +7,12 @@ from hypothesis import given, strategies as st
 import pymoe
 from problems import Case, make_problem
 from pymoe import ep
+from pymoe.dtypes import to_float32
 from pymoe.testing import assert_close
 
 
 def _bf16(a):
-    return (np.asarray(a).view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return to_float32(np.asarray(a), "bfloat16")
 
 
 @given(st.integers(1, 300), st.data())
@@ -66,8 +67,8 @@ def test_sum_of_partials_is_the_layer(case, world):
     assert y.dtype == full.dtype and y.shape == full.shape
     if world == 1:
         np.testing.assert_array_equal(y.view(np.uint16), full.view(np.uint16))
-    f32 = _bf16 if case.dtype == "bfloat16" else (lambda a: a.astype(np.float32))
-    assert_close(f32(y), f32(full), dtype=case.dtype, what=f"world {world}")
+    assert_close(to_float32(y, case.dtype), to_float32(full, case.dtype), dtype=case.dtype,
+                 what=f"world {world}")
 
 
 def test_combine_partials_rejects_mixed_inputs():

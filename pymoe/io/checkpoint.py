@@ -37,6 +37,8 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ..dtypes import to_float32
+
 __all__ = ["DTYPES", "TensorInfo", "SafetensorsFile", "Checkpoint", "open_checkpoint",
            "save_safetensors", "save_sharded", "INDEX_NAME"]
 
@@ -203,7 +205,7 @@ class Checkpoint:
         t = self.info(name)
         a = self.get(name)
         if t.dtype == "BF16":    # bf16 is the top half of a float32
-            return (a.astype(np.uint32) << np.uint32(16)).view(np.float32)
+            return to_float32(a, "bfloat16")
         if t.dtype not in FLOAT_DTYPES:
             raise ValueError(f"tensor {name!r}: dtype {t.dtype}, expected one of "
                              f"{FLOAT_DTYPES}")

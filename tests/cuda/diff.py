@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import pymoe
+from pymoe.dtypes import to_float32
 from pymoe.testing import assert_close, host
 from problems import Case, make_problem
 
@@ -24,7 +25,7 @@ def _bits(a):
 def to_f32(a, dtype):
     a = np.asarray(host(a))
     if dtype == "bfloat16":
-        return (a.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+        return to_float32(a, "bfloat16")
     return a.view(np.float16).astype(np.float32)
 
 

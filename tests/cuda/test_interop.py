@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 import pymoe
+from pymoe.dtypes import to_float32
 from problems import Case, make_problem
 
 pytestmark = pytest.mark.gpu
 
 
 def _bf16(bits):
-    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return to_float32(np.asarray(bits, np.uint16), "bfloat16")
 
 
 def _check(got_bits, want_bits):

@@ -36,6 +36,7 @@ from numba import cuda, types
 
 from .. import env
 from ..geometry import LaunchKey
+from .gemm import gemm_variant
 from .intrinsics import SIM
 
 __all__ = ["KernelSpec", "Kernel", "resolve", "LaunchNotResolvedError",
@@ -261,7 +262,6 @@ def _source_hash() -> str:
 
 
 def disk_key(key: LaunchKey, cc: tuple[int, int]) -> str:
-    from .gemm import gemm_variant
     blob = json.dumps({"key": asdict(key), "src": _source_hash(), "gemm": gemm_variant(),
                        "versions": _versions(), "cc": list(cc)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -385,7 +385,6 @@ def resolve(key: LaunchKey, stream=None, *, source_out: list | None = None) -> K
 
 
 def _mem_key(key: LaunchKey) -> tuple:
-    from .gemm import gemm_variant
     return (key, _device_id(), gemm_variant())
 
 

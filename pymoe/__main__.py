@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 import pymoe
+from pymoe.geometry import fc1_rows, gate_rows, scale_group, swiglu_params
 from pymoe.presets import PRESETS
 
 # FP4 E2M1 codes, written out here so the demo's float64 check does not share
@@ -26,8 +27,8 @@ def random_layer(preset, fmt: str, seed: int = 0, num_experts: int | None = None
     rng = np.random.default_rng(seed)
     e = num_experts or preset.num_experts
     h, i = preset.hidden_size, preset.intermediate_size
-    f = 2 * i if preset.activation != "relu2" else i
-    g = 32 if fmt == "mxfp4" else 16
+    f = fc1_rows(preset.activation, i)
+    g = scale_group(fmt)
 
     def packed(n, k):
         q = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
@@ -59,15 +60,16 @@ def _deq64(packed, scales, fmt, glob):
 
 
 def float64_forward(x64, ew, w, ids):
-    """Independent float64 evaluation (DESIGN section 1, no intermediate rounding)."""
+    """Independent float64 evaluation (docs/design.md section 1, no intermediate
+    rounding)."""
     t, k = ids.shape
     y = np.zeros((t, ew.hidden_size))
     inter = ew.intermediate_size
     for e in np.unique(ids[(ids >= 0) & (ids < ew.num_experts)]):
         if ew.format == "nvfp4":
             g = np.asarray(ew.w13_global, np.float64)[e]
-            col = np.where(np.arange(ew.fc1_rows) < (inter if ew.activation != "relu2"
-                                                     else ew.fc1_rows), g[0], g[1])
+            col = np.where(np.arange(ew.fc1_rows) < gate_rows(ew.activation, inter),
+                           g[0], g[1])
             w13 = _deq64(ew.w13[e], ew.w13_scales[e], "nvfp4", col[:, None])
             w2 = _deq64(ew.w2[e], ew.w2_scales[e], "nvfp4", float(ew.w2_global[e]))
         else:
@@ -143,13 +145,13 @@ def cmd_demo(a) -> int:
 
 def _caps(a):
     preset = PRESETS[a.preset]
+    alpha, limit = swiglu_params(preset.activation)
     return pymoe.Caps(max_tokens=a.max_tokens, top_k=preset.top_k,
                       num_experts=preset.num_experts, hidden_size=preset.hidden_size,
                       intermediate_size=preset.intermediate_size, format=a.format,
                       activation=preset.activation, w13_layout=preset.w13_layout,
                       has_bias=preset.bias, block_size_m=a.block_size,
-                      swiglu_limit=7.0 if preset.activation == "swigluoai" else None,
-                      swiglu_alpha=1.702 if preset.activation == "swigluoai" else None)
+                      swiglu_limit=limit, swiglu_alpha=alpha)
 
 
 def cmd_plan(a) -> int:

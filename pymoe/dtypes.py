@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["dtype_name", "storage_dtype", "to_float32", "round_to", "from_float32"]
+__all__ = ["dtype_name", "activation_dtype", "storage_dtype", "to_float32", "round_to",
+           "from_float32"]
 
 
 def dtype_name(dt) -> str | None:
@@ -26,6 +27,22 @@ def dtype_name(dt) -> str | None:
     if dt.name == "bfloat16" and dt.itemsize == 2:
         return "bfloat16"
     return None
+
+
+def activation_dtype(name: str, dt) -> str:
+    """'bfloat16' / 'float16' for the dtype ``dt`` of argument ``name``: a 16-bit
+    float dtype, or uint16 (bf16 bits).  Anything else: TypeError naming it."""
+    n = dtype_name(dt)
+    if n is None:
+        try:
+            if np.dtype(dt) == np.uint16:
+                n = "bfloat16"
+        except TypeError:             # a foreign dtype object (torch): not 16-bit float
+            pass
+    if n is None:
+        raise TypeError(f"{name}: dtype {dt}, expected bfloat16 or float16 (bf16 may "
+                        "be given as its uint16 bits)")
+    return n
 
 
 def storage_dtype(name: str) -> np.dtype:

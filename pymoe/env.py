@@ -5,13 +5,14 @@ README's table.
                         or ~/.cache/pymoe)
     PYMOE_DISK_CACHE    0 disables the disk cache (default 1)
     PYMOE_GEMM          packed-regime block GEMM on the GPU: mma (tensor cores,
-                        default) or fma (the plain CUDA-core GEMM the simulator runs)
+                        default) or fma (the plain CUDA-core GEMM the simulator runs);
+                        read here only (``gemm_variant``), carried by LaunchKey.gemm
 """
 from __future__ import annotations
 
 import os
 
-__all__ = ["get_str", "get_bool"]
+__all__ = ["get_str", "get_bool", "gemm_variant"]
 
 KNOWN = ("PYMOE_CACHE_DIR", "PYMOE_DISK_CACHE", "PYMOE_GEMM", "PYMOE_HYPOTHESIS_PROFILE")
 
@@ -37,3 +38,16 @@ def get_bool(name: str, default: bool) -> bool:
     if v.lower() in ("1", "true", "yes", "on"):
         return True
     raise ValueError(f"{name}={v!r}: expected 0 or 1")
+
+
+def gemm_variant() -> str:
+    """The packed regime's block GEMM: 'mma' (tensor cores) or 'fma'.  Numba's
+    simulator (NUMBA_ENABLE_CUDASIM=1) cannot run inline PTX, so it always gets
+    'fma'; on a GPU PYMOE_GEMM picks (default 'mma').  The one place that reads
+    PYMOE_GEMM: launch keys carry the choice from here (LaunchKey.gemm)."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return "fma"
+    v = get_str("PYMOE_GEMM", "mma")
+    if v not in ("mma", "fma"):
+        raise ValueError(f"PYMOE_GEMM={v!r}: expected 'mma' or 'fma'")
+    return v

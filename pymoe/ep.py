@@ -1,4 +1,4 @@
-"""Expert parallel (DESIGN section 7): each rank holds a contiguous slice of the
+"""Expert parallel (docs/design.md section 7): each rank holds a contiguous slice of the
 experts and a global -> local ``expert_map``; inputs (x, topk_weights, topk_ids
 with GLOBAL ids) are replicated; each rank computes its experts' contribution
 and the partials are summed across ranks.
@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .dtypes import dtype_name, from_float32, to_float32
+from .dtypes import activation_dtype, from_float32, to_float32
 from .plan import validate_expert_map
 from .weights import ExpertWeights
 
@@ -60,7 +60,7 @@ def shard_experts(experts: ExpertWeights, world_size: int, rank: int
                         "upload each rank's slice with pymoe.cuda.to_device")
     start, stop = partition(experts.num_experts, world_size, rank)
     sliced = {n: a[start:stop] for n, a in experts.arrays().items()}
-    local = replace(experts, num_experts=stop - start, _device_copy={}, **sliced)
+    local = replace(experts, num_experts=stop - start, **sliced)
     return local, expert_map_for(experts.num_experts, world_size, rank)
 
 
@@ -85,9 +85,7 @@ def combine_partials(partials):
     for i, p in enumerate(parts):
         if p.dtype != dt or p.shape != shape:
             raise ValueError(f"partials[{i}]: {p.dtype} {p.shape}, expected {dt} {shape}")
-    name = "bfloat16" if dt == np.uint16 else dtype_name(dt)
-    if name is None:
-        raise TypeError(f"partials: dtype {dt}, expected bf16 (or uint16 bits) or float16")
+    name = activation_dtype("partials", dt)
     total = np.zeros(shape, np.float32)
     for p in parts:
         total += to_float32(p, name)
@@ -101,10 +99,8 @@ _NCCL_TYPES = {"float16": 6, "bfloat16": 9}
 def all_reduce(y, comm, stream=None):
     """Sum ``y`` (a CuPy [T, H] partial, bf16 bits or fp16) across the ranks of
     ``comm`` (a cupy.cuda.nccl.NcclCommunicator) in place, on ``stream``."""
-    from .cuda.interop import as_stream
-    dt = "bfloat16" if y.dtype == np.uint16 else dtype_name(y.dtype)
-    if dt not in _NCCL_TYPES:
-        raise TypeError(f"y: dtype {y.dtype}, expected bf16 bits (uint16) or float16")
+    from .interop import as_stream
+    dt = activation_dtype("y", y.dtype)
     if not y.flags.c_contiguous:
         raise ValueError("y: must be C-contiguous for an in-place all-reduce")
     from cupy.cuda import nccl

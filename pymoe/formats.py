@@ -51,6 +51,8 @@ import functools
 
 import numpy as np
 
+from .geometry import FORMATS
+
 __all__ = ["FP4_VALUES", "E8M0_NAN", "FORMATS", "decode_fp4", "encode_fp4", "pack_fp4",
            "unpack_fp4", "fp4_pair_lut", "decode_e8m0", "encode_e8m0", "decode_e4m3",
            "encode_e4m3", "mxfp4_num_groups", "quantize_mxfp4", "dequantize_mxfp4",
@@ -63,7 +65,6 @@ E4M3_NAN = 0x7F
 E4M3_MAX = 448.0
 _E4M3_ONE = 0x38
 FP4_MAX = 6.0
-FORMATS = ("mxfp4", "nvfp4")
 
 FP4_VALUES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
                        -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0], dtype=np.float32)

@@ -29,8 +29,12 @@ __all__ = [
     "block_size_ranges", "reachable_block_sizes", "packed_slots", "num_blocks",
     "token_buckets", "scratch_shapes", "TensorShape", "LaunchKey", "launch_keys",
     "dequant_launch_key",
-    "is_gated", "fc1_rows", "scale_group", "num_scale_groups", "FC1_TILE_N",
-    "FC2_TILE_N", "TILE_K",
+    "is_gated", "fc1_rows", "gate_rows", "scale_group", "num_scale_groups", "K_ALIGN",
+    "padded_k", "GEMMS", "SWIGLUOAI_ALPHA", "SWIGLUOAI_LIMIT", "swiglu_params",
+    "GEMM_THREADS", "GEMM_TILE_ROWS", "fc1_tile_n", "FC2_TILE_N", "COMBINE_TILE_N",
+    "DECODE_THREADS", "DECODE_ROWS", "DECODE_LANES", "DECODE_FC1_TILE_N",
+    "DECODE_FC2_TILE_N", "DECODE_KSTAGE", "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS",
+    "DEQUANT_THREADS",
 ]
 
 # Orthogonal choices, each a small string enum.
@@ -55,11 +59,67 @@ DECODE_MAX_TOKENS = 1
 # loads, and more than the 16 bytes any kernel's vector load needs.
 ALIGN = 128
 
-# Kernel tiles.  Output columns per CTA of the fc1 / fc2 kernels and the K
-# step of their inner loop (one MXFP4 group).
-FC1_TILE_N = 64
-FC2_TILE_N = 64
-TILE_K = 32
+# Prepared weight rows are padded along K to a multiple of K_ALIGN values: 16
+# bytes of FP4, one MXFP4 group, two NVFP4 groups, one 16-byte load.
+K_ALIGN = 32
+
+# The packed regime's block GEMM (fc1, fc2) on a GPU: 'mma' (tensor cores,
+# mma.sync m16n8k16) or 'fma' (CUDA cores; the only one the simulator can run,
+# it has no inline PTX).  Chosen once per key (LaunchKey.gemm, from PYMOE_GEMM).
+GEMMS = ("mma", "fma")
+
+# gpt-oss's swigluoai constants (model.py): gate * sigmoid(1.702 * gate) * (up + 1)
+# with gate <= 7 and |up| <= 7.
+SWIGLUOAI_ALPHA = 1.702
+SWIGLUOAI_LIMIT = 7.0
+
+# ---- Kernel tiles: every tile size a kernel or the planner uses, and nothing
+# else anywhere.  Kernels read them from their LaunchKey (tile_n) or from here.
+#
+# Block GEMM (fc1, fc2): a CTA of GEMM_THREADS = 4 warps multiplies the B routes
+# of one block by GEMM_TILE_ROWS weight rows (warp w: rows 16w..16w+15, one
+# m16 tile of mma.sync).  Gated fc1 tiles hold half gate rows, half up rows, so
+# they produce GEMM_TILE_ROWS / 2 intermediate columns.
+GEMM_THREADS = 128
+GEMM_TILE_ROWS = 64
+FC2_TILE_N = GEMM_TILE_ROWS          # fc2: output columns per CTA
+COMBINE_TILE_N = 128                 # combine: output columns (= threads) per CTA
+# Decode GEMV (decode_fc1/decode_fc2): DECODE_ROWS weight rows x DECODE_LANES
+# K-lanes per pass.  Small column tiles give many CTAs: a T=1 decode_fc2 of
+# H=2880 has H/8 = 360 CTAs for 132 SMs (90 at 32).  docs/performance.md.
+DECODE_THREADS = 128
+DECODE_ROWS, DECODE_LANES = 8, 16
+DECODE_FC1_TILE_N = 8                # intermediate columns per CTA (16 rows gated)
+DECODE_FC2_TILE_N = 8                # output columns per CTA
+DECODE_KSTAGE = 8192                 # activations staged per pass: 32 KiB of fp32
+# Route packing: one CTA; expert counters and cursors live in shared memory.
+ROUTE_PACK_THREADS = 256
+ROUTE_PACK_MAX_EXPERTS = 1024
+DEQUANT_THREADS = 128                # dequant: K values (threads) per CTA
+assert GEMM_TILE_ROWS == 16 * (GEMM_THREADS // 32), "one 16-row mma tile per warp"
+assert DECODE_ROWS * DECODE_LANES == DECODE_THREADS
+
+
+def fc1_tile_n(activation: str) -> int:
+    """fc1: intermediate columns per CTA (32 gate + 32 up rows, or 64 relu2 rows)."""
+    return GEMM_TILE_ROWS // 2 if is_gated(activation) else GEMM_TILE_ROWS
+
+
+def padded_k(k_dim: int) -> int:
+    """K of a prepared weight row: K rounded up to K_ALIGN values."""
+    return -(-k_dim // K_ALIGN) * K_ALIGN
+
+
+def swiglu_params(activation: str, alpha: float | None = None,
+                  limit: float | None = None) -> tuple[float | None, float | None]:
+    """(alpha, limit) an activation runs with: swigluoai defaults to gpt-oss's
+    (1.702, 7.0); silu keeps an optional limit and has no alpha; relu2 neither."""
+    if activation == "swigluoai":
+        return (SWIGLUOAI_ALPHA if alpha is None else float(alpha),
+                SWIGLUOAI_LIMIT if limit is None else float(limit))
+    if activation == "silu":
+        return None, (None if limit is None else float(limit))
+    return None, None
 
 
 def is_gated(activation: str) -> bool:
@@ -69,6 +129,13 @@ def is_gated(activation: str) -> bool:
 def fc1_rows(activation: str, intermediate_size: int) -> int:
     """F: rows of w13 (gate and up stacked for gated activations)."""
     return 2 * intermediate_size if is_gated(activation) else intermediate_size
+
+
+def gate_rows(activation: str, intermediate_size: int) -> int:
+    """Rows of w13 scaled by the gate's NVFP4 global (column 0 of w13_global):
+    the first I rows when gated (prepared order: gate then up), all when not."""
+    return intermediate_size if is_gated(activation) else fc1_rows(activation,
+                                                                  intermediate_size)
 
 
 def scale_group(fmt: str) -> int:
@@ -212,6 +279,8 @@ class LaunchKey:
 
     kernel: route_pack / fc1 / fc2 / combine / decode_fc1 / decode_fc2, or
     dequant_w13 / dequant_w2 (the debugging twin, outside any plan)
+    tile_n: output columns per CTA (the kernel's grid and tile follow it)
+    gemm: the block GEMM of fc1 / fc2 ('mma' or 'fma', GEMMS), '' for the rest
     """
     kernel: str
     format: str
@@ -225,26 +294,30 @@ class LaunchKey:
     router_on_input: bool = False
     swiglu_limit: float | None = None
     swiglu_alpha: float | None = None
+    gemm: str = ""
 
 
 def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                 dtype: str, hidden_size: int, intermediate_size: int,
                 has_bias: bool, router_on_input: bool,
-                swiglu_limit: float | None, swiglu_alpha: float | None
+                swiglu_limit: float | None, swiglu_alpha: float | None, gemm: str
                 ) -> tuple[LaunchKey, ...]:
-    """The launches ``run`` makes for one call, in order."""
+    """The launches ``run`` makes for one call, in order.  ``gemm`` (one of
+    GEMMS) goes into the packed fc1 / fc2 keys: it changes their argument types."""
+    if gemm not in GEMMS:
+        raise ValueError(f"gemm={gemm!r}: expected one of {GEMMS}")
     common = dict(format=format, activation=activation, dtype=dtype,
                   hidden_size=hidden_size, intermediate_size=intermediate_size,
                   has_bias=has_bias, router_on_input=router_on_input,
                   swiglu_limit=swiglu_limit, swiglu_alpha=swiglu_alpha)
     if regime == "decode":
-        return (LaunchKey("decode_fc1", tile_n=FC1_TILE_N, **common),
-                LaunchKey("decode_fc2", tile_n=FC2_TILE_N, **common))
+        return (LaunchKey("decode_fc1", tile_n=DECODE_FC1_TILE_N, **common),
+                LaunchKey("decode_fc2", tile_n=DECODE_FC2_TILE_N, **common))
     b = int(block)
     return (LaunchKey("route_pack", **common),
-            LaunchKey("fc1", block=b, tile_n=FC1_TILE_N, **common),
-            LaunchKey("fc2", block=b, tile_n=FC2_TILE_N, **common),
-            LaunchKey("combine", **common))
+            LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation), gemm=gemm, **common),
+            LaunchKey("fc2", block=b, tile_n=FC2_TILE_N, gemm=gemm, **common),
+            LaunchKey("combine", tile_n=COMBINE_TILE_N, **common))
 
 
 def dequant_launch_key(which: str, *, format: str, activation: str, hidden_size: int,
@@ -255,4 +328,4 @@ def dequant_launch_key(which: str, *, format: str, activation: str, hidden_size:
         raise ValueError(f"which={which!r}: expected 'w13' or 'w2'")
     return LaunchKey(f"dequant_{which}", format=format, activation=activation,
                      dtype="float32", hidden_size=hidden_size,
-                     intermediate_size=intermediate_size)
+                     intermediate_size=intermediate_size, tile_n=DEQUANT_THREADS)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ref
-from .dtypes import dtype_name
+from .dtypes import activation_dtype
 from .plan import Binding, Caps, plan
 
 __all__ = ["run", "fused_moe", "route_topk", "BACKENDS"]
@@ -33,13 +33,7 @@ def run(binding: Binding, *, stream=None):
     if binding.kind == "device":
         from . import cuda
         return cuda.run(binding, stream=stream)
-    out = binding.out
-    if out is None:
-        out = np.empty(binding.x.shape, binding.x.dtype)
-    if binding.num_tokens:
-        view = out.view(np.uint16) if binding.caps.dtype == "bfloat16" else out
-        ref.run(binding, view)
-    return out
+    return ref.run(binding, stream=stream)
 
 
 def _resolve_backend(backend: str) -> str:
@@ -51,49 +45,59 @@ def _resolve_backend(backend: str) -> str:
     return backend
 
 
+# Caps -> Plan for the one-shot path (plans are pure functions of their Caps)
+_PLANS: dict = {}
+
+
 def fused_moe(x, experts, topk_weights, topk_ids, *, backend: str = "ref", out=None,
               expert_map=None, apply_router_weight_on_input: bool = False,
               stream=None):
-    """One-shot MoE layer: plan, allocate scratch, bind, run.
+    """One-shot MoE layer: plan (cached per Caps), allocate scratch, bind, run.
 
     x: [T, H] bf16 (ml_dtypes.bfloat16, torch/CuPy bf16, or uint16 bits) or fp16
-    experts: ExpertWeights from prepare_weights
+    experts: ExpertWeights from prepare_weights (uploaded once per GPU for cuda)
     topk_weights: float32 [T, k]; topk_ids: int32/int64 [T, k] (ids outside
         [0, E), or mapped to -1 by expert_map, contribute 0)
     expert_map: int32 [global_num_experts] global -> local id or -1
-    Returns y [T, H] like x (a NumPy array for NumPy x on ref; CuPy on cuda
-    unless ``out`` is given, which is written in place).
+    backend: 'ref' (NumPy arrays), 'cuda' (CuPy / torch / CUDA arrays; NumPy
+        inputs are uploaded) or 'auto'
+    Returns y [T, H] like x (NumPy on ref, CuPy on cuda), or ``out`` itself,
+    written in place, when given.
     """
     backend = _resolve_backend(backend)
+    arrays = dict(x=x, topk_weights=topk_weights, topk_ids=topk_ids, expert_map=expert_map)
     if backend == "cuda":
         from . import cuda
-        return cuda.fused_moe(x, experts, topk_weights, topk_ids, out=out,
-                              expert_map=expert_map,
-                              apply_router_weight_on_input=apply_router_weight_on_input,
-                              stream=stream)
-    x = np.asarray(x) if not isinstance(x, np.ndarray) else x
+        from .cuda.runner import device_inputs
+        arrays = device_inputs(**arrays)
+        experts = cuda.to_device(experts)
+        xp = __import__("cupy")
+    else:
+        arrays = {n: None if a is None else np.asarray(a) for n, a in arrays.items()}
+        xp = np
+    x, ti = arrays["x"], arrays["topk_ids"]
     if x.ndim != 2:
         raise ValueError(f"x: shape {tuple(x.shape)}, expected [T, H]")
-    tw, ti = np.asarray(topk_weights), np.asarray(topk_ids)
     if ti.ndim != 2:
         raise ValueError(f"topk_ids: shape {tuple(ti.shape)}, expected [T, k]")
-    dt = dtype_name(x.dtype) or ("bfloat16" if x.dtype == np.uint16 else None)
-    if dt is None:
-        raise TypeError(f"x: dtype {x.dtype}, expected bfloat16 or float16")
-    if experts.device != "cpu":
-        raise TypeError(f"experts: on {experts.device!r}; the ref backend needs host "
-                        "weights (pymoe.prepare_weights output)")
+    dt = activation_dtype("x", x.dtype)
     if x.shape[0] == 0:
-        return np.empty(x.shape, x.dtype) if out is None else out
+        return xp.empty(x.shape, x.dtype) if out is None else out
+    em = arrays["expert_map"]
     caps = Caps.for_weights(experts, max_tokens=x.shape[0], top_k=int(ti.shape[1]),
                             dtype=dt, apply_router_weight_on_input=apply_router_weight_on_input,
-                            global_num_experts=None if expert_map is None
-                            else int(np.asarray(expert_map).shape[0]))
-    p = plan(caps)
-    scratch = np.empty(p.scratch_nbytes, np.uint8)
-    b = p.bind(scratch=scratch, x=x, experts=experts, topk_weights=tw, topk_ids=ti,
-               out=out, expert_map=expert_map)
-    return run(b)
+                            global_num_experts=None if em is None else int(em.shape[0]))
+    p = _PLANS.get(caps)
+    if p is None:
+        p = _PLANS[caps] = plan(caps)
+    if backend == "cuda":
+        scratch = cuda.allocate_scratch(p)
+    else:
+        scratch = np.empty(p.scratch_nbytes, np.uint8)
+    b = p.bind(scratch=scratch, x=x, experts=experts, topk_weights=arrays["topk_weights"],
+               topk_ids=ti, out=out, expert_map=em)
+    y = run(b, stream=stream)
+    return y if out is None else out       # the caller's own object, written in place
 
 
 def route_topk(logits, k: int, renormalize: bool = True):

@@ -15,7 +15,8 @@ The arena is sized for every T in 1..max_tokens over the *reachable* block sizes
 only, the decode and packed regimes overlaid at offset 0 (one call runs one
 regime), so the arena is the maximum over token buckets, not their sum.
 ``bind`` validates and slices views; it never allocates, so it is capture safe.
-Only the standard library and NumPy are imported here.
+Only the standard library, NumPy and pymoe's own host modules (geometry,
+dtypes, env, interop) are imported here; cupy only when handed device arrays.
 """
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from . import env
 from . import geometry as geo
-from .dtypes import dtype_name
+from .dtypes import activation_dtype
+from .interop import array_kind, as_cupy
 
 __all__ = ["Caps", "Plan", "PlanTensor", "Binding", "plan", "required_nbytes"]
 
@@ -127,7 +130,9 @@ class Caps:
                                           self.dtype, b)
 
     def launch_keys(self, regime: str, block: int | None):
-        return geo.launch_keys(regime, block, format=self.format,
+        """The call's LaunchKeys; the block GEMM's variant comes from
+        env.gemm_variant() (PYMOE_GEMM), the one place that reads it."""
+        return geo.launch_keys(regime, block, gemm=env.gemm_variant(), format=self.format,
                                activation=self.activation, dtype=self.dtype,
                                hidden_size=self.hidden_size,
                                intermediate_size=self.intermediate_size,
@@ -196,24 +201,17 @@ def plan(caps: Caps) -> "Plan":
 # ---------------------------------------------------------------- binding
 
 def _kind(a) -> str:
-    """'host' for NumPy, 'device' for CuPy / __cuda_array_interface__ / DLPack."""
-    if isinstance(a, np.ndarray):
-        return "host"
-    return "device"
+    """'host' for NumPy, 'device' for CuPy (what _as_array leaves)."""
+    return "host" if isinstance(a, np.ndarray) else "device"
 
 
 def _as_array(name: str, a):
-    """NumPy stays NumPy; CuPy stays CuPy; torch & other CUDA arrays become CuPy
-    views (zero copy, lazy import of cupy)."""
-    if isinstance(a, np.ndarray):
+    """Classify (interop.array_kind: a TypeError naming ``name`` for anything but
+    a host or CUDA array); NumPy and CuPy stay as they are, other CUDA arrays
+    (torch, __cuda_array_interface__, DLPack) become zero-copy CuPy views."""
+    if array_kind(name, a) == "host" or type(a).__module__.startswith("cupy"):
         return a
-    mod = type(a).__module__
-    if mod.startswith("cupy"):
-        return a
-    if hasattr(a, "__cuda_array_interface__") or hasattr(a, "__dlpack__"):
-        from .cuda.interop import as_cupy   # lazy: only device inputs need cupy
-        return as_cupy(name, a)
-    raise TypeError(f"{name}: expected a NumPy, CuPy or CUDA array, got {type(a).__name__}")
+    return as_cupy(name, a)
 
 
 def _contig(name, a):
@@ -222,11 +220,11 @@ def _contig(name, a):
                          f"shape {tuple(a.shape)})")
 
 
-def _act_dtype_ok(a, want: str) -> bool:
-    n = dtype_name(a.dtype)
-    if n == want:
-        return True
-    return want == "bfloat16" and a.dtype == np.uint16   # raw bf16 bits
+def _act_dtype_ok(name: str, a, want: str) -> bool:
+    try:
+        return activation_dtype(name, a.dtype) == want
+    except TypeError:
+        return False
 
 
 @dataclass(frozen=True, eq=False)
@@ -308,7 +306,7 @@ class Plan:
                              f"{self.scratch_nbytes}")
         if x.ndim != 2 or x.shape[1] != c.hidden_size:
             raise ValueError(f"x: shape {tuple(x.shape)}, expected [T, {c.hidden_size}]")
-        if not _act_dtype_ok(x, c.dtype):
+        if not _act_dtype_ok("x", x, c.dtype):
             raise TypeError(f"x: dtype {x.dtype}, expected {c.dtype} (Caps.dtype)")
         _contig("x", x)
         t = int(x.shape[0])
@@ -334,7 +332,7 @@ class Plan:
             if tuple(out.shape) != (t, c.hidden_size):
                 raise ValueError(f"out: shape {tuple(out.shape)}, expected "
                                  f"{(t, c.hidden_size)}")
-            if out.dtype.itemsize != 2 or not (_act_dtype_ok(out, c.dtype)):
+            if not _act_dtype_ok("out", out, c.dtype):
                 raise TypeError(f"out: dtype {out.dtype}, expected {c.dtype} like x")
             _contig("out", out)
             arrays["out"] = out

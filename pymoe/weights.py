@@ -31,13 +31,14 @@ weights prepared from two layouts are bit-identical and so are the results.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from . import formats
-from .geometry import ACTIVATIONS, FORMATS, W13_LAYOUTS, fc1_rows, is_gated, num_scale_groups
+from .geometry import (ACTIVATIONS, FORMATS, W13_LAYOUTS, fc1_rows, is_gated,
+                       num_scale_groups, padded_k, swiglu_params)
 
 __all__ = ["ExpertWeights", "prepare_weights"]
 
@@ -62,7 +63,6 @@ class ExpertWeights:
     swiglu_limit: float | None = None
     swiglu_alpha: float | None = None
     device: str = "cpu"
-    _device_copy: dict = field(default_factory=dict, repr=False)
 
     @property
     def has_bias(self) -> bool:
@@ -82,7 +82,8 @@ class ExpertWeights:
         return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
     def with_arrays(self, device: str, **arrays) -> "ExpertWeights":
-        return replace(self, device=device, _device_copy={}, **arrays)
+        """The same weights with other arrays (e.g. a copy on another device)."""
+        return replace(self, device=device, **arrays)
 
     def expert_bytes(self) -> int:
         """Bytes of packed weights plus scales one expert streams (w13 + w2)."""
@@ -94,13 +95,6 @@ class ExpertWeights:
         return (f"ExpertWeights(format={self.format!r}, activation={self.activation!r}, "
                 f"E={self.num_experts}, H={self.hidden_size}, I={self.intermediate_size}, "
                 f"w13_layout={self.w13_layout!r}, bias={self.has_bias}, device={self.device!r})")
-
-
-K_ALIGN = 32   # values: 16 bytes of packed FP4
-
-
-def padded_k(k_dim: int) -> int:
-    return -(-k_dim // K_ALIGN) * K_ALIGN
 
 
 def _pad_k(packed, scales, fmt, k_dim):
@@ -208,7 +202,7 @@ def prepare_weights(w13, w2, *, format: str = "mxfp4", w13_scales=None,
     w13_global / w2_global: NVFP4 fp32 globals, [E] (w13 also [E, 2] = gate, up).
     w13_bias [E, F], w2_bias [E, H]: any float dtype, kept as float32.
     activation: silu | swigluoai | relu2; w13_layout: gate_up | up_gate | interleaved.
-    swigluoai defaults to gpt-oss's alpha 1.702, limit 7.0.
+    swigluoai defaults to gpt-oss's alpha and limit (geometry.SWIGLUOAI_ALPHA/LIMIT).
     """
     _check_choice("format", format, FORMATS)
     _check_choice("activation", activation, ACTIVATIONS)
@@ -216,14 +210,12 @@ def prepare_weights(w13, w2, *, format: str = "mxfp4", w13_scales=None,
     if not is_gated(activation) and w13_layout != "gate_up":
         raise ValueError(f"w13_layout={w13_layout!r} needs a gated activation; "
                          f"activation={activation!r} has no gate/up halves")
-    if activation == "swigluoai":
-        swiglu_alpha = 1.702 if swiglu_alpha is None else float(swiglu_alpha)
-        swiglu_limit = 7.0 if swiglu_limit is None else float(swiglu_limit)
-    elif swiglu_alpha is not None:
+    if swiglu_alpha is not None and activation != "swigluoai":
         raise ValueError(f"swiglu_alpha applies to activation='swigluoai' only, "
                          f"got activation={activation!r}")
     if swiglu_limit is not None and activation == "relu2":
         raise ValueError("swiglu_limit applies to gated activations, not relu2")
+    swiglu_alpha, swiglu_limit = swiglu_params(activation, swiglu_alpha, swiglu_limit)
     w13, w2 = _host("w13", w13), _host("w2", w2)
     if w13 is None or w2 is None:
         raise ValueError("w13 and w2 are required")
@@ -318,8 +310,7 @@ def prepare_weights(w13, w2, *, format: str = "mxfp4", w13_scales=None,
         w13_global=g13, w2_global=g2,
         w13_bias=None if b13 is None else np.ascontiguousarray(b13),
         w2_bias=None if b2 is None else np.ascontiguousarray(b2),
-        swiglu_limit=None if swiglu_limit is None else float(swiglu_limit),
-        swiglu_alpha=swiglu_alpha)
+        swiglu_limit=swiglu_limit, swiglu_alpha=swiglu_alpha)
 
 
 def _is_float(a) -> bool:

@@ -16,23 +16,7 @@ settings.register_profile("ci", max_examples=200, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("PYMOE_HYPOTHESIS_PROFILE", "dev"))
 
-CUDASIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
-
-
-def _gpu_count() -> int:
-    if CUDASIM:
-        return 0
-    try:
-        import cupy
-        if not cupy.cuda.is_available():
-            return 0
-        import numba.cuda  # noqa: F401  (the kernels need it too)
-        return cupy.cuda.runtime.getDeviceCount()
-    except Exception:
-        return 0
-
-
-GPUS = _gpu_count()
+from tests.gating import CUDASIM, GPUS
 
 
 def pytest_addoption(parser):

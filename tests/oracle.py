@@ -1,7 +1,7 @@
 """An independent float64 evaluation of the MoE layer, for checking the reference.
 
 Dequantizes with ml_dtypes (not pymoe.formats), runs float64 matmuls and the
-activation as DESIGN section 1 writes it, and follows the rounding points only
+activation as docs/design.md section 1 writes it, and follows the rounding points only
 where they are part of the contract's inputs (x is bf16/fp16 already).  Layouts
 are handled from the *caller's* raw tensors, not pymoe's prepared copy.
 """

@@ -138,7 +138,7 @@ def _random_packed_problem(c: Case, rng, f: int) -> Problem:
 
 def oracle(p: Problem, round_intermediate: bool = True) -> np.ndarray:
     """float64 y from the caller-layout packed tensors, decoded with ml_dtypes."""
-    from oracle import dequant_mx, dequant_nv, moe_forward, to_gate_up
+    from tests.oracle import dequant_mx, dequant_nv, moe_forward, to_gate_up
     c, r = p.case, p.raw
     if c.format == "mxfp4":
         w13, w2 = dequant_mx(r["q13"], r["s13"]), dequant_mx(r["q2"], r["s2"])

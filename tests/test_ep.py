@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import pymoe
-from problems import Case, make_problem
+from tests.problems import Case, make_problem
 from pymoe import ep
 from pymoe.dtypes import to_float32
 from pymoe.testing import assert_close

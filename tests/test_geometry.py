@@ -1,5 +1,6 @@
 """Geometry: block sizes, reachable sets, capacities cover every T."""
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from pymoe import geometry as geo
@@ -63,8 +64,31 @@ def test_regime_cut():
 def test_launch_keys_hashable_and_bucketed():
     kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
               intermediate_size=32, has_bias=False, router_on_input=False,
-              swiglu_limit=None, swiglu_alpha=None)
+              swiglu_limit=None, swiglu_alpha=None, gemm="mma")
     a = geo.launch_keys("packed", 16, **kw)
     b = geo.launch_keys("packed", 16, **kw)
     assert a == b and len({*a, *b}) == len(a)
     assert all(k.kernel for k in geo.launch_keys("decode", None, **kw))
+    fma = geo.launch_keys("packed", 16, **{**kw, "gemm": "fma"})
+    assert [k.gemm for k in fma] == ["", "fma", "fma", ""] and fma[1] != a[1]
+    with pytest.raises(ValueError, match="gemm='wgmma'"):
+        geo.launch_keys("packed", 16, **{**kw, "gemm": "wgmma"})
+
+
+def test_tiles_live_in_geometry():
+    """Every key carries the tile its kernel uses (kernels read key.tile_n)."""
+    kw = dict(format="mxfp4", dtype="bfloat16", hidden_size=64, intermediate_size=32,
+              has_bias=False, router_on_input=False, swiglu_limit=None,
+              swiglu_alpha=None, gemm="mma")
+    for act, fc1_n in (("silu", geo.GEMM_TILE_ROWS // 2), ("relu2", geo.GEMM_TILE_ROWS)):
+        _, k1, k2, kc = geo.launch_keys("packed", 8, activation=act, **kw)
+        assert (k1.tile_n, k2.tile_n, kc.tile_n) == (fc1_n, geo.FC2_TILE_N,
+                                                      geo.COMBINE_TILE_N)
+        d1, d2 = geo.launch_keys("decode", None, activation=act, **kw)
+        assert (d1.tile_n, d2.tile_n) == (geo.DECODE_FC1_TILE_N, geo.DECODE_FC2_TILE_N)
+    assert geo.dequant_launch_key("w2", format="nvfp4", activation="silu", hidden_size=64,
+                                  intermediate_size=32).tile_n == geo.DEQUANT_THREADS
+    assert geo.padded_k(2880) == 2880 and geo.padded_k(40) == 64
+    assert geo.gate_rows("silu", 24) == 24 and geo.gate_rows("relu2", 24) == 24
+    assert geo.swiglu_params("swigluoai") == (geo.SWIGLUOAI_ALPHA, geo.SWIGLUOAI_LIMIT)
+    assert geo.swiglu_params("silu", limit=5) == (None, 5.0)

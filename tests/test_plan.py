@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import pymoe
 from pymoe import geometry as geo
-from problems import Case, make_problem
+from tests.problems import Case, make_problem
 
 ACCEPT = dict(max_tokens=64, top_k=8, num_experts=160, hidden_size=6144,
               intermediate_size=512, dtype="bfloat16", activation="silu")

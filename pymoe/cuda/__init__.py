@@ -7,18 +7,24 @@ but ``is_available()``.
     scratch = pymoe.cuda.allocate_scratch(plan)      # once per layer shape
     pymoe.cuda.prewarm(plan)                         # resolve every launch
     y = pymoe.run(plan.bind(scratch=scratch, x=x, experts=ew_d, ...), stream=s)
+
+Layout: host code here (launch.py: caches, capture, resolution; runner.py: run,
+prewarm, scratch; device_weights.py: uploads; route_pack / fc1 / fc2 / decode /
+dequant .py: the twins' launch faces, same names and signatures as pymoe.ref),
+device code in kernels/ (the kernels and their device helpers).
 """
 from __future__ import annotations
 
 import os
 
-__all__ = ["is_available", "to_device", "allocate_scratch", "run", "fused_moe", "prewarm",
-           "freeze", "unfreeze", "is_frozen", "LaunchNotResolvedError",
-           "KernelResolutionFrozenError"]
+__all__ = ["is_available", "to_device", "DeviceWeights", "allocate_scratch", "run",
+           "prewarm", "PrewarmReport", "freeze", "unfreeze", "is_frozen",
+           "LaunchNotResolvedError", "KernelResolutionFrozenError"]
 
 _LAZY = {
-    "to_device": "runner", "allocate_scratch": "runner", "run": "runner",
-    "fused_moe": "runner", "prewarm": "runner", "PrewarmReport": "runner",
+    "to_device": "device_weights", "DeviceWeights": "device_weights",
+    "allocate_scratch": "runner", "run": "runner",
+    "prewarm": "runner", "PrewarmReport": "runner",
     "freeze": "launch", "unfreeze": "launch", "is_frozen": "launch",
     "LaunchNotResolvedError": "launch", "KernelResolutionFrozenError": "launch",
 }

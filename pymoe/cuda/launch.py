@@ -1,7 +1,8 @@
 """Launch resolution: LaunchKey -> loaded kernel, and the launch itself.
 
-Numba compiles, CuPy launches (GPU.md: the Numba dispatcher costs 27-89 us per
-call, a CuPy launch of Numba's PTX about 11 us).
+Numba compiles, CuPy launches (docs/gpu.md: the Numba dispatcher costs 27-89 us
+per call, a CuPy launch of Numba's PTX about 11 us).  Host code: it knows kernels
+only by name, through the registry in pymoe/cuda/kernels (``builder``).
 
     resolve(key, stream)   memory cache hit: always legal, even during capture.
                            miss: if the selected stream captures, or freeze() is
@@ -32,16 +33,18 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 import numpy as np
-from numba import cuda, types
+from numba import cuda
 
 from .. import env
 from ..geometry import LaunchKey
-from .gemm import gemm_variant
-from .intrinsics import SIM
+from ..interop import as_stream
+from .kernels import builder
+from .kernels.intrinsics import SIM
+from .kernels.spec import NUMPY_TYPES, KernelSpec
 
 __all__ = ["KernelSpec", "Kernel", "resolve", "LaunchNotResolvedError",
            "KernelResolutionFrozenError", "freeze", "unfreeze", "is_frozen",
-           "stats", "clear_memory_cache", "register", "load_spec"]
+           "is_capturing", "launch_stream", "PreparedLaunch", "stats", "clear_memory_cache", "load_spec", "compile_ptx"]
 
 
 class LaunchNotResolvedError(RuntimeError):
@@ -51,52 +54,6 @@ class LaunchNotResolvedError(RuntimeError):
 
 class KernelResolutionFrozenError(LaunchNotResolvedError):
     """freeze() is on and a launch was not in the memory cache."""
-
-
-_TYPES = {
-    "u1[]": types.Array(types.uint8, 1, "C"),
-    "u2[]": types.Array(types.uint16, 1, "C"),
-    "f2[]": types.Array(types.float16, 1, "C"),
-    "u4[]": types.Array(types.uint32, 1, "C"),
-    "i4[]": types.Array(types.int32, 1, "C"),
-    "f4[]": types.Array(types.float32, 1, "C"),
-    "i8": types.int64,
-    "f4": types.float32,
-}
-_NP = {"u1[]": np.uint8, "u2[]": np.uint16, "f2[]": np.float16, "u4[]": np.uint32,
-       "i4[]": np.int32, "f4[]": np.float32}
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """A kernel as Python source in Numba's CUDA dialect plus its ABI.
-
-    argtypes: one code per argument: 'u1[]' 'u2[]' 'f2[]' 'u4[]' 'i4[]' 'f4[]'
-    (1-D C arrays) or 'i8' / 'f4' scalars.  Every array is passed flat."""
-    pyfunc: Callable
-    argtypes: tuple[str, ...]
-    threads: int
-
-    @property
-    def signature(self):
-        return tuple(_TYPES[a] for a in self.argtypes)
-
-
-_BUILDERS: dict[str, Callable[[LaunchKey], KernelSpec]] = {}
-
-
-def register(name: str) -> Callable:
-    """Decorator: ``@register("fc1")`` on ``build(key) -> KernelSpec``."""
-    def deco(fn):
-        _BUILDERS[name] = fn
-        return fn
-    return deco
-
-
-def _builder(kernel: str):
-    if kernel not in _BUILDERS:
-        from . import decode, dequant, fc1, fc2, route_pack  # noqa: F401  (register builders)
-    return _BUILDERS[kernel]
 
 
 # ------------------------------------------------------------------ state
@@ -142,21 +99,18 @@ class Kernel:
         self.threads = spec.threads
         codes = spec.argtypes
         self._is_array = tuple(c.endswith("[]") for c in codes)
-        self._np = tuple(_NP.get(c) for c in codes)
+        self._np = tuple(NUMPY_TYPES.get(c) for c in codes)
         self._scalar = tuple(np.int64 if c == "i8" else np.float32 for c in codes)
 
-    def launch(self, grid, args, stream=None, *, prepare: bool = False):
-        """Enqueue on ``stream``; with ``prepare`` return a PreparedLaunch instead.
+    def launch(self, grid, args, stream=None) -> None:
+        """Enqueue on ``stream`` (an object with .ptr, or None): prepare + call."""
+        self.prepare(grid, args)(stream)
+
+    def prepare(self, grid, args) -> "PreparedLaunch":
+        """The launch with its arguments laid out, not enqueued.
 
         args: per argtype an array (CuPy on the GPU, NumPy in the simulator) or a
         scalar; ``None`` for an array the kernel will not read (a flag says so)."""
-        p = self.prepare(grid, args)
-        if prepare:
-            return p
-        p(stream)
-        return None
-
-    def prepare(self, grid, args) -> "PreparedLaunch":
         if not isinstance(grid, tuple):
             grid = (grid,)
         if SIM:
@@ -248,21 +202,24 @@ def _versions() -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _source_hash() -> str:
-    """Hash of every pymoe.cuda source file (and geometry.py) the kernels are
-    built from: one hash for all keys, read once per process."""
+    """Hash of every pymoe.cuda source file (kernels/ included) and geometry.py
+    the kernels are built from: one hash for all keys, read once per process."""
     here = os.path.dirname(__file__)
     sha = hashlib.sha256()
-    for f in sorted(os.listdir(here)):
-        if f.endswith(".py"):
-            with open(os.path.join(here, f), "rb") as fh:
-                sha.update(f.encode() + b"\0" + fh.read())
+    for root, dirs, files in os.walk(here):
+        dirs.sort()
+        for f in sorted(files):
+            if f.endswith(".py"):
+                path = os.path.join(root, f)
+                with open(path, "rb") as fh:
+                    sha.update(os.path.relpath(path, here).encode() + b"\0" + fh.read())
     with open(os.path.join(here, "..", "geometry.py"), "rb") as fh:
         sha.update(fh.read())
     return sha.hexdigest()
 
 
 def disk_key(key: LaunchKey, cc: tuple[int, int]) -> str:
-    blob = json.dumps({"key": asdict(key), "src": _source_hash(), "gemm": gemm_variant(),
+    blob = json.dumps({"key": asdict(key), "src": _source_hash(),
                        "versions": _versions(), "cc": list(cc)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -307,7 +264,17 @@ def _disk_write(path: str, digest: str, ptx: str) -> None:
 
 # ------------------------------------------------------------------ resolve
 
-def _capturing(stream) -> bool:
+def launch_stream(stream):
+    """The stream object launches go to: None under the simulator (no streams),
+    else ``interop.as_stream(stream)`` (None = CuPy's current stream)."""
+    if SIM:
+        return None
+    return as_stream(stream)
+
+
+def is_capturing(stream) -> bool:
+    """Whether ``stream`` (an object with .ptr; None = not a stream) is capturing
+    a CUDA graph.  Asks that stream, never the current one."""
     if SIM or stream is None:
         return False
     import cupy
@@ -322,7 +289,7 @@ def _compile(spec: KernelSpec, cc: tuple[int, int]) -> str:
 
 def compile_ptx(key: LaunchKey, cc: tuple[int, int]) -> tuple[str, str]:
     """(ptx, entry name) for ``key``: Numba's compiler, no GPU needed."""
-    ptx = _compile(_builder(key.kernel)(key), cc)
+    ptx = _compile(builder(key.kernel)(key), cc)
     return ptx, _entry(ptx)
 
 
@@ -363,7 +330,7 @@ def resolve(key: LaunchKey, stream=None, *, source_out: list | None = None) -> K
         raise KernelResolutionFrozenError(
             f"kernel {key.kernel!r} is not resolved and pymoe.cuda.freeze() is on: "
             f"key={key}. Prewarm the plan (pymoe.cuda.prewarm(plan)) before freezing.")
-    if _capturing(stream):
+    if is_capturing(stream):
         raise LaunchNotResolvedError(
             f"kernel {key.kernel!r} is not resolved while the selected stream is capturing "
             f"a CUDA graph: key={key}. Call pymoe.cuda.prewarm(plan) before capture; "
@@ -372,7 +339,7 @@ def resolve(key: LaunchKey, stream=None, *, source_out: list | None = None) -> K
         k = _MEMORY.get(_mem_key(key))
         if k is not None:
             return k
-        spec = _builder(key.kernel)(key)
+        spec = builder(key.kernel)(key)
         if SIM:
             k = Kernel(key, spec, cuda.jit(spec.pyfunc), "compiled")
             _STATS["compiled"] += 1
@@ -385,7 +352,7 @@ def resolve(key: LaunchKey, stream=None, *, source_out: list | None = None) -> K
 
 
 def _mem_key(key: LaunchKey) -> tuple:
-    return (key, _device_id(), gemm_variant())
+    return (key, _device_id())
 
 
 def _device_id() -> int:

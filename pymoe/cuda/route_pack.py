@@ -1,139 +1,36 @@
-"""Route packing (CUDA twin of pymoe/ref/route_pack.py), one launch, one CTA.
+"""Route packing (CUDA twin of pymoe/ref/route_pack.py): one launch, one CTA.
 
-Shape legend: T tokens, k top-k, R = T*k flat routes (r = t*k + j), E local
-experts, G experts in the id space (global under EP), B block, S slots.
-
-    packed_route_indices[expert_offsets[e] + i] = i-th route of expert e in
-        increasing r; other slots = R (sentinel)
-    block_expert_ids[b] = owner of slots [b*B, (b+1)*B) or -1 past the total
-
-Stable without sorting: routes are taken in rounds of THREADS (one per thread,
-in r order); a route's rank in its round is the number of earlier threads of
-the round with the same expert (a shared-memory scan), added to the expert's
-running cursor.  O(R * THREADS / 2) shared-memory reads: 0.6 ms at R = 1e6,
-negligible at serving sizes.  Only shared memory, atomics and __syncthreads, so
-it runs under the CUDA simulator too.  E <= MAX_EXPERTS.
+Same buffers, same contract, same signature as the reference; the kernel is
+pymoe/cuda/kernels/route_pack.py.  ``prepare_route_pack`` returns the launch
+without enqueuing it (the runner resolves every launch of a call first).
 """
 from __future__ import annotations
 
-import numpy as np
-from numba import cuda, int32, int64
-
-from ..geometry import LaunchKey
-from .launch import KernelSpec, register, resolve
+from ..geometry import ROUTE_PACK_MAX_EXPERTS, LaunchKey
+from .kernels.routes import route_args
+from .launch import PreparedLaunch, launch_stream, resolve
 
 __all__ = ["route_pack"]
 
-THREADS = 256
-MAX_EXPERTS = 1024
 
-
-@cuda.jit(device=True, inline=True)
-def local_expert(ids, stride, r, emap, has_map, num_ids):
-    """Local expert of flat route r, or -1 (id outside [0, num_ids) or mapped to -1).
-
-    int64 ids are read as int32 pairs (stride 2): valid only when the high word
-    is the sign extension of the low word."""
-    lo = int64(ids[r * stride])
-    hi = int64(ids[r * stride + 1]) if stride == 2 else (lo >> 31)
-    if hi != (lo >> 31) or lo < 0 or lo >= num_ids:
-        return -1
-    if has_map != 0:
-        return int64(emap[lo])
-    return lo
-
-
-def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
-            offsets, pri, n_slots, beid, n_blocks, count):
-    tid = cuda.threadIdx.x
-    cnt = cuda.shared.array(MAX_EXPERTS, int32)
-    cur = cuda.shared.array(MAX_EXPERTS, int32)
-    keys = cuda.shared.array(THREADS, int32)
-    for e in range(tid, n_exp, THREADS):
-        cnt[e] = 0
-    cuda.syncthreads()
-    for r in range(tid, n_routes, THREADS):                 # 1. count
-        e = local_expert(ids, stride, r, emap, has_map, num_ids)
-        if e >= 0:
-            cuda.atomic.add(cnt, e, 1)
-    cuda.syncthreads()
-    if tid == 0:                                             # 2. padded exclusive prefix
-        run = 0
-        for e in range(n_exp):
-            offsets[e] = run
-            cur[e] = run
-            run += (cnt[e] + block - 1) // block * block
-        offsets[n_exp] = run
-        count[0] = run
-    cuda.syncthreads()
-    total = offsets[n_exp]
-    for s in range(tid, n_slots, THREADS):                   # 3. sentinels, block owners
-        pri[s] = n_routes
-    for b in range(tid, n_blocks, THREADS):
-        start = b * block
-        owner = -1
-        if start < total:
-            lo = 0
-            hi = n_exp - 1
-            while lo < hi:                                   # last e with offsets[e] <= start
-                mid = (lo + hi + 1) // 2
-                if offsets[mid] <= start:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            owner = lo
-        beid[b] = owner
-    cuda.syncthreads()
-    for base in range(0, n_routes, THREADS):                 # 4. stable scatter in rounds
-        r = base + tid
-        e = -1
-        if r < n_routes:
-            e = local_expert(ids, stride, r, emap, has_map, num_ids)
-        keys[tid] = e
-        cuda.syncthreads()
-        rank = 0
-        last = True
-        if e >= 0:
-            for i in range(THREADS):
-                if keys[i] == e:
-                    if i < tid:
-                        rank += 1
-                    elif i > tid:
-                        last = False
-            pri[cur[e] + rank] = r
-        cuda.syncthreads()                                   # every cursor read first
-        if e >= 0 and last:
-            cur[e] += rank + 1
-        cuda.syncthreads()
-
-
-@register("route_pack")
-def build(key: LaunchKey) -> KernelSpec:
-    return KernelSpec(_kernel, ("i4[]", "i8", "i8", "i4[]", "i8", "i8", "i8", "i8",
-                                "i4[]", "i4[]", "i8", "i4[]", "i8", "i4[]"), THREADS)
-
-
-def route_args(topk_ids, expert_map, num_experts: int) -> tuple:
-    """(ids, stride, has_map, num_ids): the route arguments of every kernel that
-    reads topk_ids.  int64 ids are passed as their int32 little-endian pairs
-    (stride 2, see local_expert); num_ids is the id space (map size under EP)."""
-    flat = topk_ids.reshape(-1)
-    ids, stride = (flat.view(np.int32), 2) if flat.dtype.itemsize == 8 else (flat, 1)
-    if expert_map is None:
-        return ids, stride, 0, num_experts
-    return ids, stride, 1, expert_map.shape[0]
+def prepare_route_pack(topk_ids, expert_map, num_experts: int, block: int, expert_offsets,
+                       packed_route_indices, block_expert_ids, packed_route_count, *,
+                       key: LaunchKey, stream=None) -> PreparedLaunch:
+    if num_experts > ROUTE_PACK_MAX_EXPERTS:
+        raise ValueError(f"num_experts={num_experts}: the route packer supports at most "
+                         f"{ROUTE_PACK_MAX_EXPERTS}")
+    ids, stride, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
+    return resolve(key, stream).prepare(
+        1, (ids, stride, topk_ids.size, expert_map, has_map, num_ids, num_experts, block,
+            expert_offsets, packed_route_indices, packed_route_indices.size,
+            block_expert_ids, block_expert_ids.size, packed_route_count))
 
 
 def route_pack(topk_ids, expert_map, num_experts: int, block: int, expert_offsets,
                packed_route_indices, block_expert_ids, packed_route_count, *,
-               key: LaunchKey, stream=None, prepare: bool = False):
-    """Same contract as pymoe.ref.route_pack, on device arrays (one launch)."""
-    if num_experts > MAX_EXPERTS:
-        raise ValueError(f"num_experts={num_experts}: the route packer supports at most "
-                         f"{MAX_EXPERTS}")
-    ids, stride, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
-    k = resolve(key, stream)
-    return k.launch(1, (ids, stride, topk_ids.size, expert_map, has_map, num_ids,
-                        num_experts, block, expert_offsets, packed_route_indices,
-                        packed_route_indices.size, block_expert_ids, block_expert_ids.size,
-                        packed_route_count), stream, prepare=prepare)
+               key: LaunchKey, stream=None) -> None:
+    """pymoe.ref.route_pack.route_pack on device arrays, enqueued on ``stream``."""
+    s = launch_stream(stream)
+    prepare_route_pack(topk_ids, expert_map, num_experts, block, expert_offsets,
+                       packed_route_indices, block_expert_ids, packed_route_count,
+                       key=key, stream=s)(s)

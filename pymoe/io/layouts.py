@@ -34,7 +34,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..geometry import ACTIVATIONS, FORMATS, W13_LAYOUTS, fc1_rows, is_gated, num_scale_groups
+from ..geometry import (ACTIVATIONS, FORMATS, SWIGLUOAI_ALPHA, SWIGLUOAI_LIMIT, W13_LAYOUTS,
+                        fc1_rows, is_gated, num_scale_groups)
 from ..weights import ExpertWeights, prepare_weights
 from .checkpoint import Checkpoint, open_checkpoint
 
@@ -115,7 +116,7 @@ class LayoutNames:
 
 GPT_OSS = LayoutNames(
     name="gpt-oss", format="mxfp4", activation="swigluoai", w13_layout="interleaved",
-    swiglu_alpha=1.702, swiglu_limit=7.0,
+    swiglu_alpha=SWIGLUOAI_ALPHA, swiglu_limit=SWIGLUOAI_LIMIT,
     w13="gate_up_proj_blocks", w13_scales="gate_up_proj_scales", w13_bias="gate_up_proj_bias",
     w2="down_proj_blocks", w2_scales="down_proj_scales", w2_bias="down_proj_bias")
 MODELOPT = LayoutNames(                      # NVFP4 and W4A16_NVFP4 (input_scale unused)

@@ -1,4 +1,8 @@
-"""NumPy reference interpreter: one file per kernel, the numerics of record.
+"""NumPy reference interpreter: one module per kernel, the numerics of record.
+
+Twins: ``pymoe.ref.<m>.<f>`` and ``pymoe.cuda.<m>.<f>`` share module names,
+function names and signatures (route_pack, fc1, fc2 + combine, decode_fc1 /
+decode_fc2, dequant); ``expert`` and ``routes`` hold the math they share.
 
 ``run(binding)`` executes a Binding made by ``Plan.bind`` over a NumPy arena,
 writing every intermediate buffer the GPU twin writes, so a differential test can
@@ -8,32 +12,36 @@ from __future__ import annotations
 
 import numpy as np
 
-from .decode import decode_fc1, decode_fc2
-from .dequant import dequant
-from .fc1 import fc1
-from .fc2 import combine, fc2
-from .route_pack import route_pack
+from . import decode, dequant, fc1, fc2, route_pack
 
-__all__ = ["run", "route_pack", "fc1", "fc2", "combine", "decode_fc1", "decode_fc2",
-           "dequant"]
+__all__ = ["run", "route_pack", "fc1", "fc2", "decode", "dequant"]
 
 
-def run(b, out) -> None:
-    """Execute binding ``b`` into ``out`` (storage view [T, H])."""
+def run(b, *, stream=None):
+    """Execute binding ``b``; returns ``out`` (allocated when the binding has
+    none).  ``stream``: accepted for the twins' one signature, ignored."""
     c, ew, v = b.caps, b.experts, b.views
+    out = b.out
+    if out is None:
+        out = np.empty(b.x.shape, b.x.dtype)
+    if not b.num_tokens:
+        return out
+    y = out.view(np.uint16) if c.dtype == "bfloat16" else out
     x = b.x.view(np.uint16) if c.dtype == "bfloat16" else b.x
-    on_input = c.apply_router_weight_on_input
     if b.regime == "decode":
-        decode_fc1(x, b.topk_ids, b.expert_map, ew, b.topk_weights, v["intermediate"],
-                   dtype=c.dtype, apply_router_weight_on_input=on_input)
-        decode_fc2(v["intermediate"], b.topk_ids, b.expert_map, ew, b.topk_weights, out,
-                   dtype=c.dtype, apply_router_weight_on_input=on_input)
-        return
-    route_pack(b.topk_ids, b.expert_map, ew.num_experts, b.block, v["expert_offsets"],
-               v["packed_route_indices"], v["block_expert_ids"], v["packed_route_count"])
-    fc1(x, ew, b.topk_weights, v["packed_route_indices"], v["expert_offsets"],
-        v["intermediate"], top_k=c.top_k, dtype=c.dtype, apply_router_weight_on_input=on_input)
-    fc2(v["intermediate"], ew, b.topk_weights, v["packed_route_indices"],
-        v["expert_offsets"], v["route_out"], dtype=c.dtype,
-        apply_router_weight_on_input=on_input)
-    combine(v["route_out"], b.topk_ids, b.expert_map, ew.num_experts, out, dtype=c.dtype)
+        k1, k2 = b.keys
+        decode.decode_fc1(x, b.topk_ids, b.expert_map, ew, b.topk_weights, v["intermediate"],
+                          key=k1)
+        decode.decode_fc2(v["intermediate"], b.topk_ids, b.expert_map, ew, b.topk_weights, y,
+                          key=k2)
+        return out
+    kp, k1, k2, kc = b.keys
+    route_pack.route_pack(b.topk_ids, b.expert_map, ew.num_experts, b.block,
+                          v["expert_offsets"], v["packed_route_indices"],
+                          v["block_expert_ids"], v["packed_route_count"], key=kp)
+    fc1.fc1(x, ew, b.topk_weights, v["packed_route_indices"], v["block_expert_ids"],
+            v["intermediate"], top_k=c.top_k, key=k1)
+    fc2.fc2(v["intermediate"], ew, b.topk_weights, v["packed_route_indices"],
+            v["block_expert_ids"], v["route_out"], key=k2)
+    fc2.combine(v["route_out"], b.topk_ids, b.expert_map, ew.num_experts, y, key=kc)
+    return out

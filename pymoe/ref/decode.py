@@ -1,4 +1,4 @@
-"""Decode (NumPy twin): small T, no route packing; every route read straight
+"""Decode (NumPy twin of pymoe/cuda/decode.py): small T, no route packing; every route read straight
 from topk_ids.
 
 Shape legend: T tokens, k top-k, R = T*k (r = t*k + j), E experts, H, I.
@@ -13,26 +13,30 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import from_float32, to_float32
-from .fc1 import expert_fc1, route_rows
-from .fc2 import expert_fc2
-from .route_pack import local_expert_ids
+from ..geometry import LaunchKey
+from .expert import expert_fc1, expert_fc2, route_rows
+from .routes import local_expert_ids
 
 __all__ = ["decode_fc1", "decode_fc2"]
 
 
 def decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
-               dtype: str, apply_router_weight_on_input: bool = False) -> None:
+               key: LaunchKey, stream=None) -> None:
+    """``stream``: accepted for the twins' one signature, ignored."""
+    dtype = key.dtype
     k = topk_ids.shape[1]
     loc = local_expert_ids(topk_ids, expert_map, experts.num_experts).ravel()   # [R]
     intermediate[...] = 0
     for e in np.unique(loc[loc >= 0]):
         routes = np.flatnonzero(loc == e)
-        xs = route_rows(x, topk_weights, routes, k, dtype, apply_router_weight_on_input)
+        xs = route_rows(x, topk_weights, routes, k, dtype, key.router_on_input)
         intermediate[routes] = from_float32(expert_fc1(xs, experts, int(e)), dtype)
 
 
 def decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out, *,
-               dtype: str, apply_router_weight_on_input: bool = False) -> None:
+               key: LaunchKey, stream=None) -> None:
+    """``stream``: accepted for the twins' one signature, ignored."""
+    dtype = key.dtype
     t, k = topk_ids.shape
     loc = local_expert_ids(topk_ids, expert_map, experts.num_experts)    # [T, k]
     ro = np.zeros((t, k, experts.hidden_size), np.float32)               # [T, k, H]
@@ -40,7 +44,7 @@ def decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out, *
     for e in np.unique(loc[loc >= 0]):
         tt, jj = np.nonzero(loc == e)
         h = expert_fc2(to_float32(intermediate[tt * k + jj], dtype), experts, int(e))
-        ro[tt, jj] = h if apply_router_weight_on_input else h * w[tt, jj][:, None]
+        ro[tt, jj] = h if key.router_on_input else h * w[tt, jj][:, None]
     acc = np.zeros((t, experts.hidden_size), np.float32)
     for j in range(k):
         m = loc[:, j] >= 0

@@ -1,4 +1,4 @@
-"""Dequant (NumPy twin): prepared FP4 weights -> float32, for debugging and tests.
+"""Dequant (NumPy twin of pymoe/cuda/dequant.py): prepared FP4 weights -> float32, for debugging and tests.
 
 Shape legend: E experts, F rows of w13, H hidden, I intermediate.
     dequant(ew, "w13") -> float32 [E, F, H];  dequant(ew, "w2", e) -> [H, I]
@@ -10,15 +10,19 @@ from __future__ import annotations
 import numpy as np
 
 from .. import formats
+from ..geometry import gate_rows
 
 __all__ = ["dequant"]
 
 
 def dequant(experts, which: str, expert: int | None = None, *,
-            apply_global: bool = True) -> np.ndarray:
-    """float32 weights of ``which`` ('w13' or 'w2'), one expert or all."""
+            apply_global: bool = True, stream=None) -> np.ndarray:
+    """float32 weights of ``which`` ('w13' or 'w2'), one expert or all.
+    ``stream``: accepted for the twins' one signature, ignored."""
     if which not in ("w13", "w2"):
         raise ValueError(f"which={which!r}: expected 'w13' or 'w2'")
+    if expert is not None and not 0 <= int(expert) < experts.num_experts:
+        raise ValueError(f"expert={expert}: expected 0 <= expert < {experts.num_experts}")
     sel = slice(None) if expert is None else expert
     k = experts.hidden_size if which == "w13" else experts.intermediate_size
     packed = np.asarray(getattr(experts, which))[sel]      # rows padded to Kp (>= K)
@@ -32,6 +36,6 @@ def dequant(experts, which: str, expert: int | None = None, *,
     if which == "w2":
         return w * np.asarray(g, np.float32)[..., None, None]
     rows = w.shape[-2]
-    gate_rows = rows // 2 if experts.activation != "relu2" else rows
-    col = (np.arange(rows) >= gate_rows).astype(np.int64)               # [F] 0 gate, 1 up
+    gr = gate_rows(experts.activation, experts.intermediate_size)
+    col = (np.arange(rows) >= gr).astype(np.int64)                       # [F] 0 gate, 1 up
     return w * np.take(g, col, axis=-1)[..., :, None]

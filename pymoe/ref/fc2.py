@@ -1,5 +1,5 @@
-"""FC2 (NumPy twin): down projection per packed route, then the router-weighted
-sum over top-k in j order (deterministic, no atomics).
+"""FC2 (NumPy twin of pymoe/cuda/fc2.py): down projection per packed route, then
+the router-weighted sum over top-k in j order (deterministic, no atomics).
 
 Shape legend: T tokens, k top-k, R = T*k, E experts, H hidden, I intermediate, S slots.
 
@@ -12,40 +12,33 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import from_float32, to_float32
-from .dequant import dequant
-from .route_pack import local_expert_ids
+from ..geometry import LaunchKey
+from .expert import expert_fc2
+from .routes import block_slots, local_expert_ids
 
-__all__ = ["fc2", "combine", "expert_fc2"]
-
-
-def expert_fc2(a: np.ndarray, experts, e: int) -> np.ndarray:
-    """fp32 rows a [n, I] through expert e's down projection: fp32 [n, H]."""
-    h = a @ dequant(experts, "w2", e, apply_global=False).T
-    if experts.format == "nvfp4":
-        h = h * np.asarray(experts.w2_global, np.float32)[e]
-    if experts.w2_bias is not None:
-        h = h + np.asarray(experts.w2_bias, np.float32)[e]
-    return h.astype(np.float32, copy=False)
+__all__ = ["fc2", "combine"]
 
 
-def fc2(intermediate, experts, topk_weights, packed_route_indices, expert_offsets,
-        route_out, *, dtype: str, apply_router_weight_on_input: bool = False) -> None:
+def fc2(intermediate, experts, topk_weights, packed_route_indices, block_expert_ids,
+        route_out, *, key: LaunchKey, stream=None) -> None:
+    """``stream``: accepted for the twins' one signature, ignored."""
     r = route_out.shape[0]
     w = np.asarray(topk_weights, np.float32).ravel()
-    for e in range(experts.num_experts):
-        lo, hi = int(expert_offsets[e]), int(expert_offsets[e + 1])
-        if lo == hi:
-            continue
-        routes = packed_route_indices[lo:hi].astype(np.int64)
+    owners = np.asarray(block_expert_ids)
+    for e in np.unique(owners[owners >= 0]):
+        slots = block_slots(owners, e, key.block)
+        routes = np.asarray(packed_route_indices)[slots].astype(np.int64)
         keep = routes < r
         routes = routes[keep]
-        h = expert_fc2(to_float32(intermediate[lo:hi][keep], dtype), experts, e)
-        if not apply_router_weight_on_input:
+        h = expert_fc2(to_float32(intermediate[slots[keep]], key.dtype), experts, int(e))
+        if not key.router_on_input:
             h = h * w[routes][:, None]
         route_out[routes] = h
 
 
-def combine(route_out, topk_ids, expert_map, num_experts: int, out, *, dtype: str) -> None:
+def combine(route_out, topk_ids, expert_map, num_experts: int, out, *, key: LaunchKey,
+            stream=None) -> None:
+    """``stream``: accepted for the twins' one signature, ignored."""
     t, k = topk_ids.shape
     loc = local_expert_ids(topk_ids, expert_map, num_experts)            # [T, k]
     ro = route_out.reshape(t, k, -1)
@@ -53,4 +46,4 @@ def combine(route_out, topk_ids, expert_map, num_experts: int, out, *, dtype: st
     for j in range(k):
         m = loc[:, j] >= 0
         acc[m] += ro[m, j]
-    out[...] = from_float32(acc, dtype)
+    out[...] = from_float32(acc, key.dtype)

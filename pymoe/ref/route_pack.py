@@ -1,4 +1,4 @@
-"""Route packing (NumPy twin): top-k ids -> routes grouped per expert, padded to B.
+"""Route packing (NumPy twin of pymoe/cuda/route_pack.py): top-k ids -> routes grouped per expert, padded to B.
 
 Shape legend: T tokens, k top-k, R = T*k flat routes (r = t*k + j), E local
 experts, B block size, S slot capacity (geometry.packed_slots), S/B blocks.
@@ -13,7 +13,9 @@ experts, B block size, S slot capacity (geometry.packed_slots), S/B blocks.
     >>> ids = np.array([[1, 0], [1, 5]], np.int32)       # T=2, k=2, E=2: id 5 invalid
     >>> off = np.empty(3, np.int32); pri = np.empty(8, np.int32)
     >>> beid = np.empty(4, np.int32); cnt = np.empty(1, np.int32)
-    >>> route_pack(ids, None, 2, 2, off, pri, beid, cnt)
+    >>> from pymoe.geometry import LaunchKey
+    >>> key = LaunchKey("route_pack", "mxfp4", "silu", "bfloat16", 64, 64)
+    >>> route_pack(ids, None, 2, 2, off, pri, beid, cnt, key=key)
     >>> off.tolist(), pri.tolist(), beid.tolist(), cnt.tolist()
     ([0, 2, 4], [1, 4, 0, 2, 4, 4, 4, 4], [0, 1, -1, -1], [4])
 """
@@ -21,23 +23,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["route_pack", "local_expert_ids"]
+from ..geometry import LaunchKey
+from .routes import local_expert_ids
 
-
-def local_expert_ids(topk_ids, expert_map, num_experts: int) -> np.ndarray:
-    """[T, k] local expert id of every route, -1 where the route is invalid
-    (id outside the id space, or mapped to -1 by the expert map)."""
-    ids = np.asarray(topk_ids).astype(np.int64)
-    if expert_map is None:
-        return np.where((ids >= 0) & (ids < num_experts), ids, -1)
-    m = np.asarray(expert_map).astype(np.int64)
-    inside = (ids >= 0) & (ids < m.shape[0])
-    return np.where(inside, m[np.clip(ids, 0, m.shape[0] - 1)], -1)
+__all__ = ["route_pack"]
 
 
 def route_pack(topk_ids, expert_map, num_experts: int, block: int, expert_offsets,
-               packed_route_indices, block_expert_ids, packed_route_count) -> None:
-    """Fill the four route buffers in place (see the module docstring)."""
+               packed_route_indices, block_expert_ids, packed_route_count, *,
+               key: LaunchKey, stream=None) -> None:
+    """Fill the four route buffers in place (see the module docstring).  ``key``
+    and ``stream``: the twins' one signature (the reference needs neither)."""
     loc = local_expert_ids(topk_ids, expert_map, num_experts).ravel()   # [R]
     r = loc.shape[0]
     valid = np.flatnonzero(loc >= 0)                                     # [Rv]

@@ -8,7 +8,7 @@ import numpy as np
 import pymoe
 from pymoe.dtypes import to_float32
 from pymoe.testing import assert_close, host
-from problems import Case, make_problem
+from tests.problems import Case, make_problem
 
 POISON = 0xFF     # bytes: NaN for f32/bf16/fp16, -1 for int32
 
@@ -53,7 +53,7 @@ def run_case(case: Case, *, device: bool, max_tokens: int | None = None, repeats
             put = cp.asarray
             scratch = cp.full(plan.scratch_nbytes, POISON, cp.uint8)
         else:
-            from pymoe.cuda.runner import to_device
+            from pymoe.cuda.device_weights import to_device
             ew = to_device(p.experts)
             put = np.array
             scratch = np.full(plan.scratch_nbytes, POISON, np.uint8)
@@ -87,7 +87,7 @@ def check_case(case: Case, *, device: bool, max_tokens=None, repeats=1):
                 assert (a[pad] == 0).all(), f"{case}: padding slots not zero"
             assert_close(a, e, dtype=dt, what=f"{case}: intermediate")
         if "route_out" in ref and R:
-            from pymoe.ref.route_pack import local_expert_ids
+            from pymoe.ref.routes import local_expert_ids
             valid = local_expert_ids(p.topk_ids, p.expert_map, p.experts.num_experts).ravel() >= 0
             if valid.any():
                 assert_close(got["route_out"][valid], ref["route_out"][valid], dtype=dt,

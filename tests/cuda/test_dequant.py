@@ -3,10 +3,10 @@ bytes with exact float32 products), on the GPU and under the simulator."""
 import numpy as np
 import pytest
 
-from problems import Case, make_problem
+from tests.problems import Case, make_problem
 from pymoe.ref.dequant import dequant as ref_dequant
 
-from conftest import CUDASIM
+from tests.gating import CUDASIM
 
 CASES = [Case(1, 40, 24, 5, 2), Case(1, 32, 48, 3, 2, format="nvfp4", activation="relu2"),
          Case(1, 80, 48, 4, 2, format="nvfp4")]
@@ -52,6 +52,7 @@ def test_dequant_rejects_bad_arguments():         # raised before any device wor
 
 @pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
 def test_dequant_compiles_to_ptx(fmt):
+    pytest.importorskip("numba")
     from pymoe.cuda import launch
     if launch.SIM:
         pytest.skip("the simulator replaces the compiler")

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import pymoe
-from problems import Case
-from diff import check_case, run_case
+from tests.problems import Case
+from tests.cuda.diff import check_case, run_case
 
 pytestmark = pytest.mark.gpu
 

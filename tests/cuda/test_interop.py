@@ -8,7 +8,7 @@ import pytest
 
 import pymoe
 from pymoe.dtypes import to_float32
-from problems import Case, make_problem
+from tests.problems import Case, make_problem
 
 pytestmark = pytest.mark.gpu
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import pymoe
-from ptxas import assemble
+from tests.cuda.ptxas import assemble
 from pymoe import geometry as geo
 
 launch = pytest.importorskip("pymoe.cuda.launch")
@@ -31,7 +31,7 @@ def spies(monkeypatch):
     """Fake device, fake capture query, and spies on every side effect of a miss."""
     calls = []
     monkeypatch.setattr(launch, "_device_id", lambda: 0)
-    monkeypatch.setattr(launch, "_capturing", lambda s: bool(s is not None and s.capturing))
+    monkeypatch.setattr(launch, "is_capturing", lambda s: bool(s is not None and s.capturing))
     monkeypatch.setattr(launch, "_disk_read", lambda *a: calls.append("disk") or None)
     monkeypatch.setattr(launch.cuda, "compile_ptx", lambda *a, **k: calls.append("compile"))
     monkeypatch.setattr(launch, "_load_gpu", lambda key, spec: calls.append("load") or
@@ -160,7 +160,7 @@ def test_every_reachable_kernel_compiles_to_ptx(preset, max_tokens, fmt, monkeyp
 # ------------------------------------------------------------------ on the GPU
 
 def _gpu_problem(T, E=8, H=256, I=128, k=4, seed=0):
-    from problems import Case, make_problem
+    from tests.problems import Case, make_problem
     return make_problem(Case(T, H, I, E, k, seed=seed))
 
 

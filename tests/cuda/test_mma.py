@@ -4,8 +4,9 @@ through pymoe's own launch path (CuPy), like every pymoe kernel."""
 import numpy as np
 import pytest
 
+import pymoe
 from pymoe import formats
-from ptxas import assemble
+from tests.cuda.ptxas import assemble
 
 numba = pytest.importorskip("numba")
 
@@ -25,7 +26,7 @@ def test_fp4_word_decodes_to_exact_16bit_pairs(dtype):
     import cupy as cp
     from numba import cuda
     from pymoe.cuda.launch import KernelSpec, load_spec
-    from pymoe.cuda.mma import make_decode_word
+    from pymoe.cuda.kernels.gemm_mma import make_decode_word
     dec = make_decode_word(dtype)
 
     def k(words, out):
@@ -55,7 +56,7 @@ def test_mma_m16n8k16_matches_float64(dtype):
     import cupy as cp
     from numba import cuda
     from pymoe.cuda.launch import KernelSpec, load_spec
-    from pymoe.cuda.ptx import mma_bf16, mma_f16
+    from pymoe.cuda.kernels.ptx import mma_bf16, mma_f16
     mma = mma_bf16 if dtype == "bfloat16" else mma_f16
 
     def k(a, b, c, out):                   # a [16,16] b [16,8] (k, n) c [16,8]: 16-bit bits
@@ -99,16 +100,16 @@ def test_mma_m16n8k16_matches_float64(dtype):
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
 def test_packed_gemms_compile_to_mma_ptx(fmt, dtype, monkeypatch):
-    """With PYMOE_GEMM=mma (the GPU default) fc1/fc2 are tensor-core kernels."""
+    """With gemm='mma' (PYMOE_GEMM's GPU default) fc1/fc2 are tensor-core kernels."""
     from pymoe.cuda import launch
     if launch.SIM:
         pytest.skip("the simulator replaces the compiler")
-    monkeypatch.setenv("PYMOE_GEMM", "mma")
     from pymoe.geometry import launch_keys
     for b in ((8, 64) if (fmt, dtype) == ("mxfp4", "bfloat16") else (16,)):
         keys = launch_keys("packed", b, format=fmt, activation="swigluoai", dtype=dtype,
                            hidden_size=40, intermediate_size=72, has_bias=True,
-                           router_on_input=True, swiglu_limit=7.0, swiglu_alpha=1.702)
+                           router_on_input=True, swiglu_limit=7.0, swiglu_alpha=1.702,
+                           gemm="mma")
         for key in keys[1:3]:
             ptx, _ = launch.compile_ptx(key, (9, 0))
             n = ptx.count("mma.sync.aligned.m16n8k16.row.col.f32")
@@ -118,21 +119,31 @@ def test_packed_gemms_compile_to_mma_ptx(fmt, dtype, monkeypatch):
             assert log is None or "0 bytes spill" in log, log
 
 
-def test_gemm_variant_is_chosen_by_env(monkeypatch):
-    from pymoe.cuda import gemm, launch
+def test_gemm_variant_is_chosen_by_env_once_and_carried_by_the_key(monkeypatch):
+    """PYMOE_GEMM is read in one place (env.gemm_variant); the keys carry it."""
+    from pymoe import env
+    from pymoe.cuda import launch
+    from pymoe.cuda.kernels.common import activation_code
+    from pymoe.geometry import LaunchKey
+    caps = pymoe.Caps(max_tokens=64, top_k=2, num_experts=8, hidden_size=64,
+                      intermediate_size=32)
     if launch.SIM:
-        assert gemm.gemm_variant() == "fma"             # the simulator runs no inline PTX
+        assert env.gemm_variant() == "fma"              # the simulator runs no inline PTX
+        assert caps.launch_keys("packed", 8)[1].gemm == "fma"
         return
     monkeypatch.delenv("PYMOE_GEMM", raising=False)
-    assert gemm.gemm_variant() == "mma" and gemm.activation_code("bfloat16") == "u4[]"
+    fc1_key = caps.launch_keys("packed", 8)[1]
+    assert env.gemm_variant() == "mma" and fc1_key.gemm == "mma"
+    assert activation_code(fc1_key) == "u4[]"
+    assert caps.launch_keys("decode", None)[0].gemm == ""      # decode has no block GEMM
     monkeypatch.setenv("PYMOE_GEMM", "fma")
-    assert gemm.activation_code("float16") == "f2[]"
-    from pymoe.geometry import LaunchKey
-    key = LaunchKey("fc1", format="mxfp4", activation="silu", dtype="bfloat16",
-                    hidden_size=64, intermediate_size=32, block=8)
-    fma_key = launch.disk_key(key, (9, 0))
-    monkeypatch.setenv("PYMOE_GEMM", "mma")
-    assert launch.disk_key(key, (9, 0)) != fma_key       # the variant is part of the key
+    fma_key = caps.launch_keys("packed", 8)[1]
+    assert fma_key.gemm == "fma" and activation_code(fma_key) == "u2[]"
+    assert launch.disk_key(fma_key, (9, 0)) != launch.disk_key(fc1_key, (9, 0))
     monkeypatch.setenv("PYMOE_GEMM", "wgmma")
     with pytest.raises(ValueError, match="PYMOE_GEMM='wgmma'"):
-        gemm.gemm_variant()
+        caps.launch_keys("packed", 8)
+    with pytest.raises(ValueError, match="LaunchKey.gemm=''"):
+        launch.compile_ptx(LaunchKey("fc1", format="mxfp4", activation="silu",
+                                     dtype="bfloat16", hidden_size=64, intermediate_size=32,
+                                     block=8, tile_n=32), (9, 0))

@@ -6,8 +6,8 @@ simulator executes all of them (route_pack, decode_fc1/2, fc1, fc2, combine).
 """
 import pytest
 
-from problems import Case
-from diff import check_case
+from tests.problems import Case
+from tests.cuda.diff import check_case
 
 pytestmark = pytest.mark.cudasim
 
@@ -31,7 +31,7 @@ def test_sim_matches_reference(case):
 
 def test_sim_int64_ids():
     import numpy as np
-    from diff import run_case
+    from tests.cuda.diff import run_case
     c = Case(11, 32, 16, 4, 2, seed=4)
     p, b, ref, runs = run_case(c, device=False)
     np.testing.assert_array_equal(runs[0]["packed_route_indices"], ref["packed_route_indices"])

@@ -1,8 +1,8 @@
-"""pymoe.cuda.interop.as_stream: which stream objects run() accepts (no GPU needed)."""
+"""pymoe.interop.as_stream: which stream objects run() accepts (no GPU needed)."""
 import pytest
 
 cp = pytest.importorskip("cupy")
-from pymoe.cuda.interop import as_stream  # noqa: E402
+from pymoe.interop import as_stream  # noqa: E402
 
 
 class _Protocol:                      # the CUDA stream protocol: (version, handle)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from oracle import dequant_mx, fp4_unpack, to_gate_up
+from tests.oracle import dequant_mx, fp4_unpack, to_gate_up
 
 GPT_OSS_PREFIX = "model.layers.{layer}.mlp.experts."
 

@@ -15,11 +15,11 @@ import pymoe
 import pymoe.io
 from pymoe.io import (GPT_OSS, MODELOPT, LayoutNames, load_model_layers,
                       load_moe_layer, open_checkpoint, save_safetensors, save_sharded)
-from pymoe.ref import dequant
+from pymoe.ref.dequant import dequant
 from pymoe.testing import assert_close
-from layout_writers import (bf16_bits, gpt_oss_expected, gpt_oss_layer, nvfp4_expected,
+from tests.io.layout_writers import (bf16_bits, gpt_oss_expected, gpt_oss_layer, nvfp4_expected,
                             nvfp4_expert_tensors)
-from oracle import moe_forward
+from tests.oracle import moe_forward
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PFX = "model.layers.0.mlp.experts."

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 import pymoe
 from pymoe.testing import assert_close
-from problems import Case, make_problem, oracle
+from tests.problems import Case, make_problem, oracle
 
 FAMILIES = [
     Case(5, 64, 32, 4, 2, why="decode regime, tiny"),

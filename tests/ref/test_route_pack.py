@@ -1,10 +1,13 @@
-"""Route packing contract (DESIGN section 3), checked against a dumb oracle."""
+"""Route packing contract (docs/design.md section 3), checked against a dumb oracle."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from pymoe import geometry as geo
 from pymoe.ref.route_pack import route_pack
+
+KEY = geo.LaunchKey("route_pack", format="mxfp4", activation="silu", dtype="bfloat16",
+                    hidden_size=64, intermediate_size=64)
 
 
 def pack(ids, emap, E, B):
@@ -14,7 +17,7 @@ def pack(ids, emap, E, B):
     pri = np.full(S, -7, np.int32)
     beid = np.full(geo.num_blocks(S, B), -7, np.int32)
     cnt = np.full(1, -7, np.int32)
-    route_pack(ids, emap, E, B, off, pri, beid, cnt)
+    route_pack(ids, emap, E, B, off, pri, beid, cnt, key=KEY)
     return off, pri, beid, cnt
 
 

@@ -1,7 +1,7 @@
 """The block GEMM on tensor cores: mma.sync m16n8k16 (bf16 or f16 in, fp32
 accumulate), FP4 decoded to 16-bit pairs in registers with byte permutes.
 
-Same contract as ``gemm.make_tile_gemm`` (the plain twin the simulator runs):
+Same contract as ``gemm_fma.make_tile_gemm`` (the plain twin the simulator runs):
 
     gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
 
@@ -35,12 +35,12 @@ from __future__ import annotations
 
 from numba import cuda, float32, int64, uint32
 
-from ..geometry import LaunchKey
-from .gemm import THREADS, TILE_ROWS, Shape, tile_roles
+from ...geometry import LaunchKey
+from .common import THREADS, TILE_ROWS, Shape, tile_roles
 from .intrinsics import as_bits, as_float, f32_to_bf16
 from .ptx import f2h, h2f, mma_bf16, mma_f16, mul2_bf16, mul2_f16, prmt
 
-__all__ = ["make_mma_tile_gemm", "make_decode_word", "TABLES"]
+__all__ = ["make_tile_gemm", "make_decode_word", "TABLES"]
 
 # 8-byte magnitude tables (index = 3 magnitude bits of an E2M1 code): the high and
 # low bytes of the 16-bit encodings of 0, .5, 1, 1.5, 2, 3, 4, 6.
@@ -48,8 +48,8 @@ TABLES = {
     "bfloat16": (0x3F3F3F00, 0x40404040, 0xC0800000, 0xC0804000),
     "float16": (0x3E3C3800, 0x46444240, 0x00000000, 0x00000000),
 }
-# warp w of the CTA owns weight rows 16w..16w+15 of the tile
-assert TILE_ROWS == 16 * (THREADS // 32), "one 16-row mma tile per warp"
+# warp w of the CTA owns weight rows 16w..16w+15 of the tile (geometry asserts
+# GEMM_TILE_ROWS == 16 * GEMM_THREADS / 32)
 
 
 def make_decode_word(dtype: str):
@@ -74,8 +74,8 @@ def make_decode_word(dtype: str):
     return decode_word
 
 
-def make_mma_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
-    """Tensor-core twin of gemm.make_tile_gemm (see the module docstring)."""
+def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
+    """Tensor-core twin of gemm_fma.make_tile_gemm (see the module docstring)."""
     bf16 = key.dtype == "bfloat16"
     mma = mma_bf16 if bf16 else mma_f16
     mul2 = mul2_bf16 if bf16 else mul2_f16

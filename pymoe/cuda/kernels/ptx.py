@@ -1,4 +1,4 @@
-"""Inline-PTX intrinsics (GPU.md section 4): tensor-core mma.sync, byte permutes,
+"""Inline-PTX intrinsics (docs/gpu.md section 4): tensor-core mma.sync, byte permutes,
 packed 16-bit multiplies and fp16 bit conversions.
 
 Each is a Numba ``@intrinsic`` that emits one PTX instruction through llvmlite's

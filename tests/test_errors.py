@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import pymoe
-from problems import Case, make_problem
+from tests.problems import Case, make_problem
 
 rng = np.random.default_rng(0)
 W13 = rng.standard_normal((4, 64, 64)).astype(np.float32)

@@ -1,0 +1,65 @@
+"""FC1 kernel: packed routes x w13 + activation (launched by pymoe/cuda/fc1.py).
+
+Shape legend: T tokens, k top-k, R = T*k, E, H, I, F rows of w13, B block, S slots,
+TN = key.tile_n intermediate columns per CTA.
+
+    grid (ceil(I/TN), S/B): CTA (n-tile, block b) computes, for the B slots of
+    block b (expert block_expert_ids[b]), the TN intermediate columns n0.. :
+        intermediate[s, n] = round(act(W13[e] @ x[pri[s] // k] ...)), 0 in padding
+Blocks past the packed total (owner -1) write zeros.  FP4 is decoded per 32-value
+K chunk (in registers on tensor cores, in shared memory on CUDA cores); bf16
+weights never reach global memory.
+"""
+from __future__ import annotations
+
+from numba import cuda, float32, int64
+
+from ...geometry import LaunchKey, is_gated
+from .common import (THREADS, TILE_ROWS, activation_code, make_fc1_epilogue, shape_of)
+from .gemm import make_tile_gemm
+from .intrinsics import act_code, make_act_io
+from .spec import KernelSpec
+
+__all__ = ["build"]
+
+
+def build(key: LaunchKey) -> KernelSpec:
+    sh = shape_of(key, "w13")
+    b = key.block
+    gemm = make_tile_gemm(key, sh, b, gather_tokens=True)
+    epi = make_fc1_epilogue(key)
+    _, store, _ = make_act_io(key.dtype)
+    gated = is_gated(key.activation)
+    tn = key.tile_n
+    assert tn == (TILE_ROWS // 2 if gated else TILE_ROWS), key
+    inter = key.intermediate_size
+    acc_n = b * TILE_ROWS
+
+    def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out):
+        tid = cuda.threadIdx.x
+        n0 = cuda.blockIdx.x * tn
+        blk = cuda.blockIdx.y
+        e = int64(beid[blk])
+        if e < 0:
+            for idx in range(tid, b * tn, THREADS):
+                n = n0 + idx % tn
+                if n < inter:
+                    store(out, (blk * b + idx // tn) * inter + n, float32(0.0))
+            return
+        acc = cuda.shared.array(acc_n, float32)
+        gemm(acc, blk, e, n0, x, w, s, lut, pri, n_routes, top_k, tw)
+        for idx in range(tid, b * tn, THREADS):
+            m = idx // tn
+            c = idx % tn
+            n = n0 + c
+            if n < inter:
+                slot = blk * b + m
+                v = float32(0.0)
+                if int64(pri[slot]) < n_routes:
+                    up = acc[m * TILE_ROWS + tn + c] if gated else float32(0.0)
+                    v = epi(acc[m * TILE_ROWS + c], up, e, n, g13, b13)
+                store(out, slot * inter + n, v)
+
+    return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
+                               "u4[]", "u1[]", "f4[]", "f4[]", "f4[]", act_code(key.dtype)),
+                      THREADS)

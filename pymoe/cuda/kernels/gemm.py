@@ -1,0 +1,22 @@
+"""The packed regime's block GEMM, as ``LaunchKey.gemm`` picks it.
+
+    gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
+
+'mma': tensor cores (gemm_mma, a = activations as uint32 words); 'fma': CUDA
+cores (gemm_fma, a = the 16-bit activations; what the simulator runs).
+"""
+from __future__ import annotations
+
+from ...geometry import LaunchKey
+from . import gemm_fma, gemm_mma
+from .common import Shape
+
+__all__ = ["make_tile_gemm"]
+
+
+def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
+    if key.gemm == "mma":
+        return gemm_mma.make_tile_gemm(key, sh, block, gather_tokens)
+    if key.gemm == "fma":
+        return gemm_fma.make_tile_gemm(key, sh, block, gather_tokens)
+    raise ValueError(f"{key.kernel}: LaunchKey.gemm={key.gemm!r}, expected 'mma' or 'fma'")

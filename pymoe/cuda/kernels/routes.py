@@ -1,0 +1,41 @@
+"""Which local expert a route goes to: the device function every kernel that
+reads topk_ids calls, and the host-side argument tuple it expects.
+
+Shape legend: T tokens, k top-k, R = T*k flat routes (r = t*k + j), E local
+experts, G experts in the id space of topk_ids (global under expert parallel).
+
+    local_expert(ids, stride, r, emap, has_map, num_ids) = e in [0, E) or -1
+    route_args(topk_ids, expert_map, E) = (ids, stride, has_map, num_ids)
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, int64
+
+__all__ = ["local_expert", "route_args"]
+
+
+@cuda.jit(device=True, inline=True)
+def local_expert(ids, stride, r, emap, has_map, num_ids):
+    """Local expert of flat route r, or -1 (id outside [0, num_ids) or mapped to -1).
+
+    int64 ids are read as int32 pairs (stride 2): valid only when the high word
+    is the sign extension of the low word."""
+    lo = int64(ids[r * stride])
+    hi = int64(ids[r * stride + 1]) if stride == 2 else (lo >> 31)
+    if hi != (lo >> 31) or lo < 0 or lo >= num_ids:
+        return -1
+    if has_map != 0:
+        return int64(emap[lo])
+    return lo
+
+
+def route_args(topk_ids, expert_map, num_experts: int) -> tuple:
+    """(ids, stride, has_map, num_ids): the route arguments of every kernel that
+    reads topk_ids.  int64 ids are passed as their int32 little-endian pairs
+    (stride 2, see local_expert); num_ids is the id space (map size under EP)."""
+    flat = topk_ids.reshape(-1)
+    ids, stride = (flat.view(np.int32), 2) if flat.dtype.itemsize == 8 else (flat, 1)
+    if expert_map is None:
+        return ids, stride, 0, num_experts
+    return ids, stride, 1, expert_map.shape[0]

@@ -3,7 +3,7 @@ on a machine without a GPU (Numba compiles to PTX with no device).
 
     python tools/ptx_snapshot.py dump DIR       # every kernel variant, both GEMMs
     python tools/ptx_snapshot.py compare A B    # differences after normalising
-                                                # Numba's per-process name counters
+                                                # symbol names (see _norm)
 Exit status 1 when a kernel's PTX differs.
 """
 from __future__ import annotations
@@ -19,7 +19,6 @@ def dump(out: str) -> int:
     os.makedirs(out, exist_ok=True)
     n = 0
     for gemm in ("mma", "fma"):
-        os.environ["PYMOE_GEMM"] = gemm
         for fmt in ("mxfp4", "nvfp4"):
             for dt in ("bfloat16", "float16"):
                 for act, bias, on_input, lim, hi in (("swigluoai", True, False, 7.0, (2880, 2880)),
@@ -32,7 +31,8 @@ def dump(out: str) -> int:
                                            hidden_size=hi[0], intermediate_size=hi[1],
                                            has_bias=bias, router_on_input=on_input,
                                            swiglu_limit=lim,
-                                           swiglu_alpha=1.702 if act == "swigluoai" else None)
+                                           swiglu_alpha=1.702 if act == "swigluoai" else None,
+                                           gemm=gemm)
                         if gemm == "mma" and reg == "decode" and act == "silu":
                             keys += tuple(dequant_launch_key(w, format=fmt, activation=act,
                                                              hidden_size=hi[0],
@@ -49,7 +49,16 @@ def dump(out: str) -> int:
 
 
 def _norm(ptx: str) -> str:
-    return re.sub(r"B\d+v\d+B", "BvB", ptx)      # Numba's unique-name counter
+    """PTX with its symbol names made positional: Numba's mangled names carry the
+    defining module's path and a per-process counter (B<n>v<n>B), so moving a
+    kernel between modules renames it without changing one instruction.  Every
+    mangled name becomes SYM<i>, i = order of first appearance; comments go."""
+    ptx = re.sub(r"//[^\n]*", "", ptx)
+    names: dict = {}
+
+    def sym(m):
+        return names.setdefault(m.group(0), f"SYM{len(names)}")
+    return re.sub(r"_Z[\w$]+", sym, ptx)
 
 
 def compare(a: str, b: str) -> int:

@@ -16,12 +16,12 @@ from .formats import (dequantize_mxfp4, dequantize_nvfp4, quantize_mxfp4,
                       quantize_nvfp4)
 from .moe import fused_moe, route_topk, run
 from .plan import Binding, Caps, Plan, plan, required_nbytes, validate_expert_map
-from .weights import ExpertWeights, prepare_weights
+from .weights import ExpertWeights, NaNScaleWarning, prepare_weights
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Binding", "Caps", "ExpertWeights", "Plan", "dequantize_mxfp4", "dequantize_nvfp4",
+    "Binding", "Caps", "ExpertWeights", "NaNScaleWarning", "Plan", "dequantize_mxfp4", "dequantize_nvfp4",
     "fused_moe", "plan", "prepare_weights", "quantize_mxfp4", "quantize_nvfp4",
     "required_nbytes", "route_topk", "run", "validate_expert_map", "__version__",
 ]

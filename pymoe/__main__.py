@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -161,35 +162,70 @@ def cmd_plan(a) -> int:
 
 def cmd_prewarm(a) -> int:
     from pymoe import cuda
-    if not cuda.is_available():
-        print("prewarm needs a CUDA GPU with numba-cuda and cupy", file=sys.stderr)
-        return 2
     r = cuda.prewarm(pymoe.plan(_caps(a)))
     print(f"compiled {r.compiled}  disk hits {r.disk}  memory hits {r.memory}  "
           f"in {r.seconds:.2f} s")
     return 0
 
 
+def _int_at_least(lo: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
+        return v
+    return parse
+
+
+def _check_args(ap, a) -> None:
+    """Cross-argument checks, reported by the subcommand's parser like argparse's
+    own (usage, message, exit 2, no traceback)."""
+    ap = ap.subparsers[a.cmd]
+    preset = PRESETS[a.preset]
+    if a.cmd == "demo" and a.num_experts is not None:
+        if not preset.top_k <= a.num_experts <= preset.num_experts:
+            ap.error(f"--num-experts {a.num_experts}: preset {preset.name!r} needs "
+                     f"top_k={preset.top_k} <= N <= its {preset.num_experts} experts")
+    if a.cmd == "demo" and a.backend == "cuda":
+        from pymoe import cuda
+        if not cuda.is_available():
+            ap.error(f"--backend cuda: no CUDA GPU: {cuda.unavailable_reason()}")
+    if a.cmd == "prewarm":
+        from pymoe import cuda
+        if not cuda.is_available():
+            ap.error(f"prewarm needs a CUDA GPU: {cuda.unavailable_reason()}")
+
+
 def main(argv=None) -> int:
+    from pymoe.geometry import BLOCK_SIZES, FORMATS
     ap = argparse.ArgumentParser(prog="python -m pymoe", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="run a random layer and check it against float64")
+    ap.subparsers = {"demo": d}
     d.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
-    d.add_argument("--tokens", type=int, default=16)
-    d.add_argument("--format", choices=["mxfp4", "nvfp4"], default="mxfp4")
+    d.add_argument("--tokens", type=_int_at_least(1), default=16)
+    d.add_argument("--format", choices=list(FORMATS), default="mxfp4")
     d.add_argument("--backend", choices=["auto", "ref", "cuda"], default="auto")
-    d.add_argument("--num-experts", type=int, default=None,
+    d.add_argument("--num-experts", type=_int_at_least(1), default=None,
                    help="fewer experts than the preset (to fit a small machine)")
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--seed", type=_int_at_least(0), default=0)
     for name in ("plan", "prewarm"):
-        p = sub.add_parser(name)
+        p = ap.subparsers[name] = sub.add_parser(name)
         p.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
-        p.add_argument("--max-tokens", type=int, default=64)
-        p.add_argument("--block-size", type=int, default=None)
-        p.add_argument("--format", choices=["mxfp4", "nvfp4"], default="mxfp4")
+        p.add_argument("--max-tokens", type=_int_at_least(1), default=64)
+        p.add_argument("--block-size", type=int, choices=list(BLOCK_SIZES), default=None)
+        p.add_argument("--format", choices=list(FORMATS), default="mxfp4")
     a = ap.parse_args(argv)
-    return {"demo": cmd_demo, "plan": cmd_plan, "prewarm": cmd_prewarm}[a.cmd](a)
+    _check_args(ap, a)
+    try:
+        return {"demo": cmd_demo, "plan": cmd_plan, "prewarm": cmd_prewarm}[a.cmd](a)
+    except BrokenPipeError:            # `python -m pymoe plan | head`: the reader left
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -158,7 +158,9 @@ def _encode_fp4_fast(y: np.ndarray) -> np.ndarray:
     idx = bits >> shift
     idx <<= utype.type(1)
     idx |= (bits & mask) != 0
-    return lut.take(idx)
+    # idx < 2^(bits - shift + 1): its signed view is the same number, and numpy
+    # < 2.1 refuses to take() with unsigned 64-bit indices (no safe cast to intp)
+    return lut.take(idx.view(np.dtype(f"i{idx.itemsize}")))
 
 
 def encode_fp4(x) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["array_kind", "as_cupy", "as_stream"]
+__all__ = ["array_kind", "as_numpy", "as_cupy", "as_stream"]
 
 # DLPack device types (dlpack.h): kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 _DLPACK_CUDA = (2, 3, 13)
@@ -45,11 +45,39 @@ def array_kind(name: str, a) -> str:
                 return "device"
         except Exception:      # a broken protocol implementation: not an array we know
             pass
-    what = type(a).__module__.split(".")[0] + "." + type(a).__name__
+    mod = type(a).__module__.split(".")[0]
+    what = type(a).__name__ if mod == "builtins" else f"{mod}.{type(a).__name__}"
     hint = (" on the host: pass a NumPy array (e.g. t.numpy()) for the ref backend"
             if dev is not None else "")
     raise TypeError(f"{name}: {what}{hint}; expected a NumPy array (host) or a CUDA "
                     "array (CuPy, __cuda_array_interface__, DLPack on a CUDA device)")
+
+
+def as_numpy(name: str, a) -> np.ndarray:
+    """A host array as NumPy (zero copy where the source allows): NumPy as is,
+    torch CPU tensors through .numpy() (bf16 as uint16 bits), anything with
+    __array__ or a sequence through np.asarray.  CUDA arrays: TypeError naming
+    the argument (the ref backend runs on the host)."""
+    if isinstance(a, np.ndarray):
+        return a
+    if _is_cupy(a) or _has_cai(a):
+        raise TypeError(f"{name}: a CUDA array ({type(a).__module__.split('.')[0]}."
+                        f"{type(a).__name__}); the ref backend takes host arrays: use "
+                        "backend='cuda' or copy it to the host")
+    if type(a).__module__.startswith("torch"):
+        import torch
+        if a.device.type != "cpu":
+            raise TypeError(f"{name}: torch tensor on {a.device}; the ref backend takes "
+                            "host arrays: use backend='cuda' or .cpu()")
+        t = a.detach()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(np.uint16)
+        return t.numpy()
+    try:
+        return np.asarray(a)
+    except Exception as e:
+        raise TypeError(f"{name}: {type(a).__name__} is not an array NumPy can read "
+                        f"({type(e).__name__}: {e})") from e
 
 
 def as_cupy(name: str, a):

@@ -14,7 +14,9 @@ import numpy as np
 
 from . import ref
 from .dtypes import activation_dtype
+from .interop import as_numpy
 from .plan import Binding, Caps, plan
+from .weights import ExpertWeights
 
 __all__ = ["run", "fused_moe", "route_topk", "BACKENDS"]
 
@@ -65,26 +67,28 @@ def fused_moe(x, experts, topk_weights, topk_ids, *, backend: str = "ref", out=N
     written in place, when given.
     """
     backend = _resolve_backend(backend)
+    if not isinstance(experts, ExpertWeights):
+        raise TypeError(f"experts: expected pymoe.ExpertWeights (from prepare_weights), "
+                        f"got {type(experts).__name__}")
     arrays = dict(x=x, topk_weights=topk_weights, topk_ids=topk_ids, expert_map=expert_map)
     if backend == "cuda":
         from . import cuda
+        cuda.require_gpu("pymoe.fused_moe(backend='cuda')")
         from .cuda.runner import device_inputs
         arrays = device_inputs(**arrays)
         experts = cuda.to_device(experts)
-        xp = __import__("cupy")
     else:
-        arrays = {n: None if a is None else np.asarray(a) for n, a in arrays.items()}
-        xp = np
+        arrays = {n: None if a is None else as_numpy(n, a) for n, a in arrays.items()}
     x, ti = arrays["x"], arrays["topk_ids"]
     if x.ndim != 2:
         raise ValueError(f"x: shape {tuple(x.shape)}, expected [T, H]")
     if ti.ndim != 2:
         raise ValueError(f"topk_ids: shape {tuple(ti.shape)}, expected [T, k]")
     dt = activation_dtype("x", x.dtype)
-    if x.shape[0] == 0:
-        return xp.empty(x.shape, x.dtype) if out is None else out
     em = arrays["expert_map"]
-    caps = Caps.for_weights(experts, max_tokens=x.shape[0], top_k=int(ti.shape[1]),
+    # T = 0 is planned as T <= 1 and bound like any call: every check still runs
+    caps = Caps.for_weights(experts, max_tokens=max(int(x.shape[0]), 1),
+                            top_k=int(ti.shape[1]),
                             dtype=dt, apply_router_weight_on_input=apply_router_weight_on_input,
                             global_num_experts=None if em is None else int(em.shape[0]))
     p = _PLANS.get(caps)
@@ -110,6 +114,8 @@ def route_topk(logits, k: int, renormalize: bool = True):
     xp = np
     if type(logits).__module__.startswith("cupy"):
         import cupy as xp  # noqa: F811
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k={k!r}: expected an int")
     lg = xp.asarray(logits, dtype=xp.float32)
     if lg.ndim != 2:
         raise ValueError(f"logits: shape {tuple(lg.shape)}, expected [T, E]")

@@ -291,7 +291,7 @@ class Plan:
         scratch: uint8 [>= scratch_nbytes] (NumPy for the ref backend, CuPy for cuda)
         x: [T, H] bf16/fp16 (bf16 may be given as uint16 bits); T <= max_tokens
         topk_weights: float32 [T, k]; topk_ids: int32/int64 [T, k]
-        out: [T, H] like x, optional; expert_map: int32 [global_num_experts]
+        out: [T, H] like x, optional; expert_map: int32/int64 [global_num_experts]
         """
         c = self.caps
         scratch = _as_array("scratch", scratch)
@@ -344,8 +344,9 @@ class Plan:
             if tuple(expert_map.shape) != (c.num_route_experts,):
                 raise ValueError(f"expert_map: shape {tuple(expert_map.shape)}, expected "
                                  f"({c.num_route_experts},) (global_num_experts)")
-            if expert_map.dtype != np.int32:
-                raise TypeError(f"expert_map: dtype {expert_map.dtype}, expected int32")
+            if expert_map.dtype not in (np.int32, np.int64):
+                raise TypeError(f"expert_map: dtype {expert_map.dtype}, expected int32 or "
+                                "int64")
             if isinstance(expert_map, np.ndarray):
                 validate_expert_map(expert_map, c.num_experts)
             arrays["expert_map"] = expert_map

@@ -18,6 +18,12 @@ NVFP4 scales are 0, so the tail can never leak into results::
     w13_bias   float32 [E, F]      optional
     w2_bias    float32 [E, H]      optional
 
+Float weights are quantized here and must be finite (NaN / inf: ValueError).
+Packed weights are adopted as they are; a scale byte that means NaN (E8M0 255,
+E4M3 0x7F / 0xFF) makes its group NaN, as the format specs say, and
+prepare_weights warns (``NaNScaleWarning``, naming the tensor, the count and the
+first index) when one sits in a group the layer uses.
+
 w13 rows are always stored gate rows then up rows; ``w13_layout`` records how
 the caller gave them.  Re-ordering rows is a permutation of bytes, so the same
 weights prepared from two layouts are bit-identical and so are the results.
@@ -40,7 +46,11 @@ from . import formats
 from .geometry import (ACTIVATIONS, FORMATS, W13_LAYOUTS, fc1_rows, is_gated,
                        num_scale_groups, padded_k, swiglu_params)
 
-__all__ = ["ExpertWeights", "prepare_weights"]
+__all__ = ["ExpertWeights", "prepare_weights", "NaNScaleWarning"]
+
+
+class NaNScaleWarning(UserWarning):
+    """Packed weights carry a NaN scale byte in a used group: those outputs are NaN."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -160,13 +170,27 @@ def _packed(name, w, scales_name, scales, fmt, rows, k_dim, num_experts):
     if w.ndim != 3 or w.shape[:2] != (num_experts, rows) or w.shape[2] * 2 != k_dim:
         raise ValueError(f"{name}: shape {tuple(w.shape)}, expected "
                          f"{(num_experts, rows, k_dim // 2)} (packed FP4 pairs)")
+    mult = 8 if fmt == "mxfp4" else 16
+    if k_dim % mult:
+        raise ValueError(f"{name}: shape {tuple(w.shape)} holds K={k_dim} values per row; "
+                         f"K must be a multiple of {mult} for {fmt}")
     s = _scale_bytes(scales_name, scales, fmt)
     g = num_scale_groups(fmt, k_dim)
     if s.ndim != 3 or s.shape[0] != num_experts or s.shape[1] < rows or s.shape[2] < g:
         raise ValueError(f"{scales_name}: shape {tuple(s.shape)}, expected "
                          f"{(num_experts, rows, g)} (padded rows/columns allowed)")
     # padded or strided scale grids: read the logical part as it is
-    return np.ascontiguousarray(w), np.ascontiguousarray(s[:, :rows, :g])
+    s = np.ascontiguousarray(s[:, :rows, :g])
+    nan = (s == 255) if fmt == "mxfp4" else ((s & 0x7F) == 0x7F)
+    if nan.any():
+        i = tuple(int(v) for v in np.argwhere(nan)[0])
+        import warnings
+        warnings.warn(NaNScaleWarning(
+            f"{scales_name}: {int(nan.sum())} NaN scale byte(s) "
+            f"({'E8M0 255' if fmt == 'mxfp4' else 'E4M3 0x7F/0xFF'}) in used groups, first "
+            f"at [expert, row, group] {list(i)}: those groups' outputs will be NaN"),
+            stacklevel=3)
+    return np.ascontiguousarray(w), s
 
 
 def _global(name, g, num_experts, cols):
@@ -271,6 +295,8 @@ def prepare_weights(w13, w2, *, format: str = "mxfp4", w13_scales=None,
                                  f"{mult} for {format}")
         w13f = np.asarray(w13, dtype=np.float32)
         w2f = np.asarray(w2, dtype=np.float32)
+        for name, a in (("w13", w13f), ("w2", w2f)):
+            _require_finite(name, a)
         if format == "mxfp4":
             w13, s13 = formats.quantize_mxfp4(w13f)
             w2, s2 = formats.quantize_mxfp4(w2f)
@@ -311,6 +337,17 @@ def prepare_weights(w13, w2, *, format: str = "mxfp4", w13_scales=None,
         w13_bias=None if b13 is None else np.ascontiguousarray(b13),
         w2_bias=None if b2 is None else np.ascontiguousarray(b2),
         swiglu_limit=swiglu_limit, swiglu_alpha=swiglu_alpha)
+
+
+def _require_finite(name: str, a: np.ndarray) -> None:
+    """Policy for float weights: NaN or +-inf is refused (MXFP4 and NVFP4 would
+    encode them differently, and no checkpoint means them).  Packed weights are
+    taken as they are: their scale bytes carry NaN as each spec says."""
+    bad = ~np.isfinite(a)
+    if bad.any():
+        i = tuple(int(v) for v in np.argwhere(bad)[0])
+        raise ValueError(f"{name}: non-finite value {a[i]} at index {i} "
+                         f"({int(bad.sum())} in all); float weights must be finite")
 
 
 def _is_float(a) -> bool:

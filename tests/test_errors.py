@@ -82,3 +82,83 @@ def test_fused_moe_errors():
         pymoe.fused_moe(*ok, backend="tpu")
     with pytest.raises(ValueError, match=r"k=9: must be in \[1, E=4\]"):
         pymoe.route_topk(np.zeros((2, 4)), 9)
+
+
+# ---------------------------------------------------------------- found as a new user would
+
+def test_non_finite_float_weights_are_refused_in_both_formats():
+    """Policy: float weights must be finite (docs in pymoe/weights.py)."""
+    for fmt in ("mxfp4", "nvfp4"):
+        for bad in (np.inf, -np.inf, np.nan):
+            w = W2.copy()
+            w[1, 7, 3] = bad
+            with pytest.raises(ValueError, match=rf"w2: non-finite value {bad} at index "
+                                                 r"\(1, 7, 3\)"):
+                pymoe.prepare_weights(W13, w, format=fmt)
+
+
+def test_packed_weights_with_k_off_the_group_multiple_are_refused():
+    q13, s13 = pymoe.quantize_mxfp4(W13)
+    q2, s2 = pymoe.quantize_mxfp4(W2)
+    # w2 rows of 14 values (7 bytes): not a multiple of 8
+    with pytest.raises(ValueError, match=r"w2: shape \(4, 64, 7\) holds K=14 values per row; "
+                                         r"K must be a multiple of 8 for mxfp4"):
+        pymoe.prepare_weights(q13[:, :28], q2[..., :7], w13_scales=s13[:, :28],
+                              w2_scales=s2)
+
+
+def test_fused_moe_argument_types():
+    p = make_problem(Case(6, 64, 32, 4, 2))
+    with pytest.raises(TypeError, match="experts: expected pymoe.ExpertWeights .*got NoneType"):
+        pymoe.fused_moe(p.x, None, p.topk_weights, p.topk_ids)
+    with pytest.raises(TypeError, match=r"k=2.0: expected an int"):
+        pymoe.route_topk(np.zeros((3, 4)), 2.0)
+    with pytest.raises(TypeError, match=r"k=True: expected an int"):
+        pymoe.route_topk(np.zeros((3, 4)), True)
+    with pytest.raises(TypeError, match=r"x: list; expected a NumPy array \(host\) or a CUDA"):
+        pymoe.plan(pymoe.Caps.for_weights(p.experts, max_tokens=6, top_k=2)).bind(
+            scratch=np.zeros(1 << 20, np.uint8), x=[[0.0]], experts=p.experts,
+            topk_weights=p.topk_weights, topk_ids=p.topk_ids)
+
+
+def test_zero_tokens_are_still_checked():
+    p = make_problem(Case(6, 64, 32, 4, 2))
+    with pytest.raises(ValueError, match=r"x: shape \(0, 7\), expected \[T, 64\]"):
+        pymoe.fused_moe(np.zeros((0, 7), np.float16), p.experts,
+                        np.zeros((0, 2), np.float32), np.zeros((0, 2), np.int32))
+    with pytest.raises(ValueError, match=r"topk_weights: shape \(0, 2\), expected \(0, 3\)"):
+        pymoe.fused_moe(p.x[:0], p.experts, np.zeros((0, 2), np.float32),
+                        np.zeros((0, 3), np.int32))
+    y = pymoe.fused_moe(p.x[:0], p.experts, p.topk_weights[:0], p.topk_ids[:0])
+    assert y.shape == (0, 64) and y.dtype == p.x.dtype
+
+
+def test_inf_input_propagates_without_numpy_warnings():
+    import warnings
+    p = make_problem(Case(6, 64, 32, 4, 2))
+    x = p.x.copy()
+    x[2, 5] = np.inf
+    x[3, 1] = -np.inf
+    x[4, 0] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # a RuntimeWarning would raise
+        y = pymoe.fused_moe(x, p.experts, p.topk_weights, p.topk_ids)
+        yt = pymoe.fused_moe(x[:1], p.experts, p.topk_weights[:1], p.topk_ids[:1])  # decode
+    f = y.astype(np.float32)
+    assert not np.isfinite(f[2:5]).all(axis=1).any()            # the bad rows are not finite
+    assert np.isfinite(f[[0, 1, 5]]).all()                       # the others are untouched
+    assert np.isfinite(yt.astype(np.float32)).all()
+
+
+def test_torch_cpu_tensors_on_the_ref_backend():
+    torch = pytest.importorskip("torch")
+    p = make_problem(Case(6, 64, 32, 4, 2))
+    want = pymoe.fused_moe(p.x, p.experts, p.topk_weights, p.topk_ids).view(np.uint16)
+    xt = torch.from_numpy(p.x.view(np.uint16).view(np.int16)).view(torch.bfloat16)
+    got = pymoe.fused_moe(xt, p.experts, torch.from_numpy(p.topk_weights),
+                          torch.from_numpy(p.topk_ids.astype(np.int64)))
+    np.testing.assert_array_equal(got.view(np.uint16), want)
+    with pytest.raises(TypeError, match=r"x: a torch.Tensor on the host"):
+        pymoe.plan(pymoe.Caps.for_weights(p.experts, max_tokens=6, top_k=2)).bind(
+            scratch=np.zeros(1 << 20, np.uint8), x=xt, experts=p.experts,
+            topk_weights=p.topk_weights, topk_ids=p.topk_ids)

@@ -211,13 +211,16 @@ def test_expert_map_validation():
         p.bind(**kw)
     with pytest.raises(ValueError, match=r"expert_map: shape \(4,\), expected \(8,\)"):
         p.bind(**kw, expert_map=np.arange(4, dtype=np.int32))
-    with pytest.raises(TypeError, match="expert_map: dtype int64, expected int32"):
-        p.bind(**kw, expert_map=prob.expert_map.astype(np.int64))
+    with pytest.raises(TypeError, match="expert_map: dtype float32, expected int32 or int64"):
+        p.bind(**kw, expert_map=prob.expert_map.astype(np.float32))
+    y64 = pymoe.run(p.bind(**kw, expert_map=prob.expert_map.astype(np.int64)))   # like ids
     dup = np.array([0, 0, 1, 2, -1, -1, -1, -1], np.int32)
     with pytest.raises(ValueError, match="expert_map: local expert 0 appears 2 times"):
         p.bind(**kw, expert_map=dup)
     b = p.bind(**kw, expert_map=prob.expert_map)
-    assert pymoe.run(b).shape == prob.x.shape
+    y = pymoe.run(b)
+    assert y.shape == prob.x.shape
+    np.testing.assert_array_equal(y.view(np.uint16), y64.view(np.uint16))
 
 
 def test_cli_plan():

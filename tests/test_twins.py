@@ -53,6 +53,6 @@ def test_every_reference_module_is_a_twin_or_a_shared_helper():
 
 def test_every_cuda_face_module_is_a_twin():
     import pymoe.cuda
-    host = {"launch", "runner", "device_weights"}
+    host = {"launch", "runner", "device_weights", "availability"}
     mods = {m.name for m in pkgutil.iter_modules(pymoe.cuda.__path__) if not m.ispkg}
     assert mods == set(KERNEL_MODULES) | host, mods

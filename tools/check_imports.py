@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("host data", ("pymoe.interop", "pymoe.weights", "pymoe.io.checkpoint")),
     ("planner", ("pymoe.plan", "pymoe.io.layouts")),
     ("io", ("pymoe.io",)),
+    ("gpu probe", ("pymoe.cuda.availability",)),
     # NumPy twins: shared math below the kernels, the package on top
     ("ref helpers", ("pymoe.ref.dequant", "pymoe.ref.routes")),
     ("ref math", ("pymoe.ref.expert",)),

@@ -15,33 +15,46 @@ device code in kernels/ (the kernels and their device helpers).
 """
 from __future__ import annotations
 
-import os
+from .availability import NoCudaGPUError, is_available, require_gpu, unavailable_reason
 
-__all__ = ["is_available", "to_device", "DeviceWeights", "allocate_scratch", "run",
-           "prewarm", "PrewarmReport", "freeze", "unfreeze", "is_frozen",
+__all__ = ["is_available", "unavailable_reason", "NoCudaGPUError", "to_device",
+           "DeviceWeights", "allocate_scratch", "run", "prewarm", "PrewarmReport", "freeze", "unfreeze", "is_frozen",
            "LaunchNotResolvedError", "KernelResolutionFrozenError"]
 
 _LAZY = {
-    "to_device": "device_weights", "DeviceWeights": "device_weights",
-    "allocate_scratch": "runner", "run": "runner",
-    "prewarm": "runner", "PrewarmReport": "runner",
+    "DeviceWeights": "device_weights", "PrewarmReport": "runner",
     "freeze": "launch", "unfreeze": "launch", "is_frozen": "launch",
     "LaunchNotResolvedError": "launch", "KernelResolutionFrozenError": "launch",
 }
 
 
-def is_available() -> bool:
-    """True when numba-cuda and cupy import and a CUDA GPU is visible."""
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-        return False
-    try:
-        import cupy
-        if not cupy.cuda.is_available():
-            return False
-        import numba.cuda  # noqa: F401
-    except Exception:
-        return False
-    return True
+def to_device(experts):
+    """Upload prepared weights to the current GPU once: a DeviceWeights
+    (pymoe/cuda/device_weights.py).  NoCudaGPUError without a GPU."""
+    require_gpu("pymoe.cuda.to_device")
+    from .device_weights import to_device as impl
+    return impl(experts)
+
+
+def allocate_scratch(plan, pool=None):
+    """uint8 CuPy array of exactly plan.scratch_nbytes (pymoe/cuda/runner.py)."""
+    require_gpu("pymoe.cuda.allocate_scratch")
+    from .runner import allocate_scratch as impl
+    return impl(plan, pool)
+
+
+def prewarm(plan, stream=None, *, progress: bool = True):
+    """Resolve every launch reachable under ``plan`` (pymoe/cuda/runner.py)."""
+    require_gpu("pymoe.cuda.prewarm")
+    from .runner import prewarm as impl
+    return impl(plan, stream, progress=progress)
+
+
+def run(b, *, stream=None):
+    """Execute a device Binding on ``stream`` (pymoe/cuda/runner.py)."""
+    require_gpu("pymoe.cuda.run")
+    from .runner import run as impl
+    return impl(b, stream=stream)
 
 
 def __getattr__(name):
@@ -49,4 +62,9 @@ def __getattr__(name):
     if mod is None:
         raise AttributeError(f"module 'pymoe.cuda' has no attribute {name!r}")
     import importlib
-    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    try:
+        m = importlib.import_module(f"{__name__}.{mod}")
+    except ImportError as e:
+        raise NoCudaGPUError(f"pymoe.cuda.{name}: the CUDA dependencies do not import "
+                             f"({type(e).__name__}: {e}); pip install 'pymoe[cuda]'") from e
+    return getattr(m, name)

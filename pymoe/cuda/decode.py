@@ -16,11 +16,11 @@ __all__ = ["decode_fc1", "decode_fc2"]
 
 def prepare_decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
                        key: LaunchKey, stream=None) -> PreparedLaunch:
-    ids, stride, has_map, num_ids = route_args(topk_ids, expert_map, experts.num_experts)
+    ids, stride, emap, has_map, num_ids = route_args(topk_ids, expert_map, experts.num_experts)
     t, k = topk_ids.shape
     return resolve(key, stream).prepare(
         (-(-experts.intermediate_size // key.tile_n), t * k),
-        (x, ids, stride, k, expert_map, has_map, num_ids, topk_weights, experts.w13_words,
+        (x, ids, stride, k, emap, has_map, num_ids, topk_weights, experts.w13_words,
          experts.w13_scales, experts.scale_lut, experts.w13_global, experts.w13_bias,
          intermediate))
 
@@ -35,11 +35,11 @@ def decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
 
 def prepare_decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out, *,
                        key: LaunchKey, stream=None) -> PreparedLaunch:
-    ids, stride, has_map, num_ids = route_args(topk_ids, expert_map, experts.num_experts)
+    ids, stride, emap, has_map, num_ids = route_args(topk_ids, expert_map, experts.num_experts)
     t, k = topk_ids.shape
     return resolve(key, stream).prepare(
         (-(-experts.hidden_size // key.tile_n), t),
-        (intermediate, ids, stride, k, expert_map, has_map, num_ids, topk_weights,
+        (intermediate, ids, stride, k, emap, has_map, num_ids, topk_weights,
          experts.w2_words, experts.w2_scales, experts.scale_lut, experts.w2_global,
          experts.w2_bias, out))
 

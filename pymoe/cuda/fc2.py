@@ -36,11 +36,11 @@ def fc2(intermediate, experts, topk_weights, packed_route_indices, block_expert_
 
 def prepare_combine(route_out, topk_ids, expert_map, num_experts: int, out, *,
                     key: LaunchKey, stream=None) -> PreparedLaunch:
-    ids, stride, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
+    ids, stride, emap, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
     t, k = topk_ids.shape
     return resolve(key, stream).prepare(
         (-(-out.shape[1] // key.tile_n), t),
-        (route_out, ids, stride, k, expert_map, has_map, num_ids, out))
+        (route_out, ids, stride, k, emap, has_map, num_ids, out))
 
 
 def combine(route_out, topk_ids, expert_map, num_experts: int, out, *, key: LaunchKey,

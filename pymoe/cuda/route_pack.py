@@ -19,9 +19,9 @@ def prepare_route_pack(topk_ids, expert_map, num_experts: int, block: int, exper
     if num_experts > ROUTE_PACK_MAX_EXPERTS:
         raise ValueError(f"num_experts={num_experts}: the route packer supports at most "
                          f"{ROUTE_PACK_MAX_EXPERTS}")
-    ids, stride, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
+    ids, stride, emap, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
     return resolve(key, stream).prepare(
-        1, (ids, stride, topk_ids.size, expert_map, has_map, num_ids, num_experts, block,
+        1, (ids, stride, topk_ids.size, emap, has_map, num_ids, num_experts, block,
             expert_offsets, packed_route_indices, packed_route_indices.size,
             block_expert_ids, block_expert_ids.size, packed_route_count))
 

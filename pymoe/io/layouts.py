@@ -239,6 +239,31 @@ def detect_layout(checkpoint, layer: int = 0, *, prefix: str | None = None) -> L
                      "pass layout=LayoutNames(...)")
 
 
+# config.json keys that give the routed-expert count (gpt-oss / Mixtral, DeepSeek /
+# Kimi, Qwen3-MoE), at the top level or under "text_config"
+_CONFIG_EXPERT_KEYS = ("num_local_experts", "n_routed_experts", "num_experts")
+
+
+def config_num_experts(ck: Checkpoint) -> tuple[int, str] | None:
+    """(E, where) from the checkpoint's config.json when it names the expert count."""
+    root = ck.root if os.path.isdir(ck.root) else os.path.dirname(os.path.abspath(ck.root))
+    path = os.path.join(root, "config.json")
+    if not os.path.exists(path):
+        return None
+    import json
+    try:
+        with open(path, encoding="utf-8") as fh:
+            cfg = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable JSON config ({e})") from None
+    for scope, d in (("", cfg), ("text_config.", cfg.get("text_config") or {})):
+        for k in _CONFIG_EXPERT_KEYS:
+            v = d.get(k) if isinstance(d, dict) else None
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v, f"{path}: {scope}{k}"
+    return None
+
+
 def _resolve(ck: Checkpoint, layer: int, layout, num_experts, prefix) -> _Layer:
     if isinstance(layout, LayoutNames):
         names = layout if prefix is None else replace(layout, prefix=prefix)
@@ -250,12 +275,17 @@ def _resolve(ck: Checkpoint, layer: int, layout, num_experts, prefix) -> _Layer:
         raise ValueError(f"layout={layout!r}: expected 'auto', one of {tuple(LAYOUTS)} or "
                          "a LayoutNames")
     pfx = _fill(names.prefix, layer)
+    where = f"num_experts={num_experts}"
+    if num_experts is None:
+        cfg = config_num_experts(ck)
+        if cfg is not None:
+            num_experts, where = cfg[0], f"{cfg[1]}={cfg[0]}"
     if names.stacked:
         info = ck.info(pfx + names.w13)
         e = info.shape[0] if info.shape else 0
         if num_experts is not None and e != num_experts:
             raise ValueError(f"tensor {info.name!r}: {e} experts (shape {list(info.shape)}), "
-                             f"expected num_experts={num_experts}")
+                             f"expected {where}")
         return _Layer(layer, names, pfx, e)
     ids = _expert_ids(ck, names, pfx)
     # gaps (experts 0, 1, 3) surface at load time as "missing tensor ...experts.2..."
@@ -266,8 +296,12 @@ def _resolve(ck: Checkpoint, layer: int, layout, num_experts, prefix) -> _Layer:
     if ids and ids[-1] >= e:
         start = pfx + names.expert.split("{expert}")[0] + f"{ids[-1]}."
         k = next(k for k in ck.keys() if k.startswith(start))
-        raise ValueError(f"tensor {k!r}: expert {ids[-1]}, but num_experts={e}: "
+        raise ValueError(f"tensor {k!r}: expert {ids[-1]}, but {where}: "
                          "inconsistent expert count")
+    if ids and ids[-1] < e - 1:       # the last experts are missing (config says more)
+        missing = _expert_key(names, pfx, e - 1, (names.gate or names.up)[0], names.weight)
+        raise ValueError(f"missing tensor {missing!r}: {where} but the checkpoint holds "
+                         f"experts up to {ids[-1]} only")
     gate = _pick_proj(ck, names, pfx, "gate", names.gate, 0) if is_gated(names.activation) else None
     up = _pick_proj(ck, names, pfx, "up", names.up, 0)
     down = _pick_proj(ck, names, pfx, "down", names.down, 0)
@@ -292,10 +326,20 @@ def _load_stacked(ck: Checkpoint, L: _Layer, tick: Callable[[int], None]) -> Exp
         if a.ndim == 4 and a.shape[3] != 16:
             raise ValueError(f"tensor {name[k]!r}: shape {list(a.shape)}, expected "
                              "[E, N, K/32, 16] blocks or [E, N, K/2] bytes")
+    # H = w2's rows, I = w13's rows (/2 gated): row counts are never padded.  Each
+    # projection's K must then match; a w2 stored [E, I, H] is named as transposed.
+    def kdims(k_dim: int, nd: int) -> tuple:
+        return (k_dim // 32, 16) if nd == 4 else (k_dim // 2,)
+    rows = int(w13.shape[1])
+    inter = rows // 2 if is_gated(n.activation) else rows
+    h13 = int(np.prod(w13.shape[2:])) * 2                  # H as w13 holds it
+    if tuple(w2.shape) == (E, inter) + kdims(h13, w2.ndim) and inter != h13:
+        raise ValueError(f"tensor {name['w2']!r}: shape {list(w2.shape)}, expected "
+                         f"{list((E, h13) + kdims(inter, w2.ndim))} ([E, H, I...]); it "
+                         "looks transposed ([E, I, H...])")
     hidden = int(w2.shape[1])
-    inter = int(np.prod(w2.shape[2:])) * 2
-    rows = fc1_rows(n.activation, inter)
-    _shape(name["w13"], w13, (E, rows) + ((hidden // 32, 16) if w13.ndim == 4 else (hidden // 2,)))
+    _shape(name["w13"], w13, (E, rows) + kdims(hidden, w13.ndim))
+    _shape(name["w2"], w2, (E, hidden) + kdims(inter, w2.ndim))
     _shape(name["w13_scales"], s13, (E, rows, num_scale_groups(n.format, hidden)), at_least=True)
     _shape(name["w2_scales"], s2, (E, hidden, num_scale_groups(n.format, inter)), at_least=True)
     kw = {}
@@ -334,6 +378,10 @@ def _load_per_expert(ck: Checkpoint, L: _Layer, tick: Callable[[int], None]) -> 
     key = lambda e, proj, t: _expert_key(n, p, e, proj, t)      # noqa: E731
     w0 = ck.info(key(0, up, n.weight))
     d0 = ck.info(key(0, down, n.weight))
+    for t in (w0, d0):                   # the dtype first: an I32 weight is not a shape error
+        if t.dtype not in _U8:
+            raise ValueError(f"tensor {t.name!r}: dtype {t.dtype}, expected "
+                             f"{' or '.join(_U8)} (packed FP4 pairs)")
     if len(w0.shape) != 2 or len(d0.shape) != 2:
         bad = w0 if len(w0.shape) != 2 else d0
         raise ValueError(f"tensor {bad.name!r}: shape {list(bad.shape)}, expected "

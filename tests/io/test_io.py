@@ -170,7 +170,8 @@ E, H, I = 4, 96, 64          # H != I catches transposed blocks; 3 and 2 MXFP4 g
 
 def test_gpt_oss_round_trip(tmp_path):
     t = gpt_oss_layer(np.random.default_rng(2), E, H, I, special_scales=True)
-    ew = load_moe_layer(write(tmp_path, t), 0, layout="gpt-oss")
+    with pytest.warns(pymoe.NaNScaleWarning, match=r"w13_scales: 1 NaN scale byte"):
+        ew = load_moe_layer(write(tmp_path, t), 0, layout="gpt-oss")
     want = gpt_oss_expected(t)
     assert (ew.format, ew.activation, ew.w13_layout) == ("mxfp4", "swigluoai", "interleaved")
     assert (ew.num_experts, ew.hidden_size, ew.intermediate_size) == (E, H, I)
@@ -449,3 +450,78 @@ def test_example_load_gpt_oss_layer():
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "rel_l2" in r.stdout and "OK" in r.stdout
+
+
+# ---------------------------------------------------------------- hardening (issue 13)
+
+def _config(path, **cfg):
+    import json
+    (path / "config.json").write_text(json.dumps(cfg))
+
+
+def test_config_json_names_the_expert_count(tmp_path):
+    """A checkpoint whose last expert is missing does not load one expert short."""
+    t = nvfp4_expert_tensors(np.random.default_rng(21), 4, 64, 32)
+    for k in [k for k in t if ".3." in k]:
+        t.pop(k)                                            # expert 3 of 4 is gone
+    write(tmp_path, t)
+    _config(tmp_path, num_local_experts=4)
+    with pytest.raises(ValueError, match=r"missing tensor '.*experts.3.w1.weight': .*"
+                                         r"config.json: num_local_experts=4 but the "
+                                         r"checkpoint holds experts up to 2 only"):
+        load_moe_layer(tmp_path, 0, layout="modelopt")
+    _config(tmp_path, text_config={"n_routed_experts": 3})        # DeepSeek's key, nested
+    assert load_moe_layer(tmp_path, 0, layout="modelopt").num_experts == 3
+    assert load_moe_layer(tmp_path, 0, layout="modelopt", num_experts=3).num_experts == 3
+
+
+def test_config_json_checks_stacked_layouts_too(tmp_path):
+    write(tmp_path, gpt_oss_layer(np.random.default_rng(22), E, 64, 64))
+    _config(tmp_path, num_experts=E + 1)                    # Qwen3-MoE's key
+    with pytest.raises(ValueError, match=rf"{E} experts .*expected .*config.json: "
+                                         rf"num_experts={E + 1}"):
+        load_moe_layer(tmp_path, 0, layout="gpt-oss")
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="config.json: not a readable JSON config"):
+        load_moe_layer(tmp_path, 0, layout="gpt-oss")
+
+
+def test_transposed_gpt_oss_down_proj_is_blamed_on_down_proj(tmp_path):
+    t = gpt_oss_layer(np.random.default_rng(23), E, H, I)        # H != I
+    k = PFX + "down_proj_blocks"
+    t[k] = (np.zeros((E, I, H // 32, 16), np.uint8), "U8")     # [E, I, H/32, 16]
+    with pytest.raises(ValueError, match=r"tensor '.*down_proj_blocks': shape "
+                                         rf"\[{E}, {I}, {H // 32}, 16\], expected "
+                                         rf"\[{E}, {H}, {I // 32}, 16\].*looks transposed"):
+        load_moe_layer(write(tmp_path, t), 0, layout="gpt-oss")
+
+
+def test_int32_packed_weight_is_a_dtype_error(tmp_path):
+    t = nvfp4_expert_tensors(np.random.default_rng(24), 2, 64, 32)
+    k = PFX + "0.w3.weight"
+    t[k] = (t[k][0].view(np.int32), "I32")                   # 4 bytes per element
+    with pytest.raises(ValueError, match=r"tensor '.*experts.0.w3.weight': dtype I32, "
+                                         r"expected U8 \(packed FP4 pairs\)"):
+        load_moe_layer(write(tmp_path, t), 0, layout="modelopt")
+
+
+@pytest.mark.parametrize("fmt,byte", [("mxfp4", 255), ("nvfp4", 0x7F), ("nvfp4", 0xFF)])
+def test_nan_scale_in_a_used_group_warns(fmt, byte):
+    rng = np.random.default_rng(25)
+    g = 32 if fmt == "mxfp4" else 16
+    q13 = rng.integers(0, 256, (2, 128, 32), dtype=np.uint8)      # H = 64, I = 64
+    q2 = rng.integers(0, 256, (2, 64, 32), dtype=np.uint8)
+    s13 = np.full((2, 128, 64 // g), 0x38 if fmt == "nvfp4" else 120, np.uint8)
+    s2 = np.full((2, 64, 64 // g), 0x38 if fmt == "nvfp4" else 120, np.uint8)
+    kw = dict(format=fmt, w13_scales=s13, w2_scales=s2)
+    if fmt == "nvfp4":
+        kw.update(w13_global=np.ones(2, np.float32), w2_global=np.ones(2, np.float32))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pymoe.prepare_weights(q13, q2, **kw)                # clean scales: no warning
+    s2[1, 5, 1] = byte
+    with pytest.warns(pymoe.NaNScaleWarning, match=r"w2_scales: 1 NaN scale byte.*\[1, 5, 1\]"):
+        ew = pymoe.prepare_weights(q13, q2, **kw)
+    from pymoe.ref.dequant import dequant as deq
+    assert np.isnan(deq(ew, "w2", 1)[5, g:2 * g]).all()        # the policy: NaN per spec

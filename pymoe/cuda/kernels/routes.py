@@ -5,7 +5,7 @@ Shape legend: T tokens, k top-k, R = T*k flat routes (r = t*k + j), E local
 experts, G experts in the id space of topk_ids (global under expert parallel).
 
     local_expert(ids, stride, r, emap, has_map, num_ids) = e in [0, E) or -1
-    route_args(topk_ids, expert_map, E) = (ids, stride, has_map, num_ids)
+    route_args(topk_ids, expert_map, E) = (ids, stride, emap, has_map, num_ids)
 """
 from __future__ import annotations
 
@@ -20,22 +20,27 @@ def local_expert(ids, stride, r, emap, has_map, num_ids):
     """Local expert of flat route r, or -1 (id outside [0, num_ids) or mapped to -1).
 
     int64 ids are read as int32 pairs (stride 2): valid only when the high word
-    is the sign extension of the low word."""
+    is the sign extension of the low word.  An int64 expert map (has_map 2) is
+    read by its low words: its values are validated to lie in [-1, E)."""
     lo = int64(ids[r * stride])
     hi = int64(ids[r * stride + 1]) if stride == 2 else (lo >> 31)
     if hi != (lo >> 31) or lo < 0 or lo >= num_ids:
         return -1
-    if has_map != 0:
-        return int64(emap[lo])
+    if has_map != 0:                 # 1: int32 map; 2: int64 map read as int32 pairs
+        return int64(emap[lo * has_map])
     return lo
 
 
 def route_args(topk_ids, expert_map, num_experts: int) -> tuple:
-    """(ids, stride, has_map, num_ids): the route arguments of every kernel that
+    """(ids, stride, emap, has_map, num_ids): the route arguments of every kernel that
     reads topk_ids.  int64 ids are passed as their int32 little-endian pairs
-    (stride 2, see local_expert); num_ids is the id space (map size under EP)."""
+    (stride 2, see local_expert); num_ids is the id space (map size under EP);
+    has_map: 0 none, 1 int32 map, 2 int64 map (passed as its int32 pairs)."""
     flat = topk_ids.reshape(-1)
     ids, stride = (flat.view(np.int32), 2) if flat.dtype.itemsize == 8 else (flat, 1)
     if expert_map is None:
-        return ids, stride, 0, num_experts
-    return ids, stride, 1, expert_map.shape[0]
+        return ids, stride, None, 0, num_experts
+    emap = expert_map.reshape(-1)
+    if emap.dtype.itemsize == 8:
+        return ids, stride, emap.view(np.int32), 2, expert_map.shape[0]
+    return ids, stride, emap, 1, expert_map.shape[0]

@@ -158,7 +158,7 @@ def test_torch_cpu_tensors_on_the_ref_backend():
     got = pymoe.fused_moe(xt, p.experts, torch.from_numpy(p.topk_weights),
                           torch.from_numpy(p.topk_ids.astype(np.int64)))
     np.testing.assert_array_equal(got.view(np.uint16), want)
-    with pytest.raises(TypeError, match=r"x: a torch.Tensor on the host"):
+    with pytest.raises(TypeError, match=r"x: torch.Tensor on the host: pass a NumPy array"):
         pymoe.plan(pymoe.Caps.for_weights(p.experts, max_tokens=6, top_k=2)).bind(
             scratch=np.zeros(1 << 20, np.uint8), x=xt, experts=p.experts,
             topk_weights=p.topk_weights, topk_ids=p.topk_ids)

@@ -14,7 +14,8 @@ import os
 
 __all__ = ["get_str", "get_bool", "gemm_variant"]
 
-KNOWN = ("PYMOE_CACHE_DIR", "PYMOE_DISK_CACHE", "PYMOE_GEMM", "PYMOE_HYPOTHESIS_PROFILE")
+KNOWN = ("PYMOE_CACHE_DIR", "PYMOE_DISK_CACHE", "PYMOE_GEMM", "PYMOE_HYPOTHESIS_PROFILE",
+         "PYMOE_FUZZ_EXAMPLES", "PYMOE_FUZZ_SEED", "PYMOE_FUZZ_SHARD")
 
 
 def _check(name: str) -> None:

@@ -314,10 +314,14 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
         return (LaunchKey("decode_fc1", tile_n=DECODE_FC1_TILE_N, **common),
                 LaunchKey("decode_fc2", tile_n=DECODE_FC2_TILE_N, **common))
     b = int(block)
-    return (LaunchKey("route_pack", **common),
+    # route_pack depends on nothing of the layer, combine on dtype and H only: their
+    # keys say so, so one compiled kernel serves every layer that shares them
+    return (LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,
+                      intermediate_size=0),
             LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation), gemm=gemm, **common),
             LaunchKey("fc2", block=b, tile_n=FC2_TILE_N, gemm=gemm, **common),
-            LaunchKey("combine", tile_n=COMBINE_TILE_N, **common))
+            LaunchKey("combine", format="", activation="", dtype=dtype,
+                      hidden_size=hidden_size, intermediate_size=0, tile_n=COMBINE_TILE_N))
 
 
 def dequant_launch_key(which: str, *, format: str, activation: str, hidden_size: int,

@@ -246,6 +246,7 @@ class Binding:
     # backend state derived from this binding once (the CUDA twin keeps its
     # prepared launches here, so a repeated run only enqueues)
     cache: dict = field(default_factory=dict, repr=False)
+    scratch: Any = field(default=None, repr=False)     # the arena the views slice
 
     @property
     def caps(self) -> Caps:
@@ -363,6 +364,13 @@ class Plan:
                                      + ("; upload the weights to x's device with "
                                         "pymoe.cuda.to_device under cupy.cuda.Device(...)"
                                         if name == "experts" else ""))
+            if scratch.data.ptr % geo.ALIGN:
+                raise ValueError(f"scratch: data pointer {scratch.data.ptr:#x} is not "
+                                 f"{geo.ALIGN}-byte aligned (the planned offsets are); "
+                                 "pass the array allocate_scratch returned, unsliced")
+        _check_no_overlap({"x": x, "out": out, "scratch": scratch,
+                           "topk_weights": topk_weights, "topk_ids": topk_ids,
+                           "expert_map": expert_map})
         reg, b, shapes = c.shapes_for(max(t, 1))
         views = {}
         for ts in shapes:
@@ -371,7 +379,7 @@ class Plan:
         return Binding(plan=self, kind=kind, regime=reg, num_tokens=t, block=b, x=x,
                        experts=experts, topk_weights=topk_weights, topk_ids=topk_ids,
                        out=out, expert_map=expert_map, views=views,
-                       keys=c.launch_keys(reg, b))
+                       keys=c.launch_keys(reg, b), scratch=scratch)
 
     @staticmethod
     def _view(scratch, pt: PlanTensor, ts: geo.TensorShape):
@@ -400,6 +408,26 @@ class Plan:
             raise TypeError(f"experts: on {experts.device!r} but x is a {kind} array; "
                             + ("upload once with pymoe.cuda.to_device(experts)"
                                if want == "cuda" else "use host (NumPy) weights"))
+
+
+def _span(a) -> tuple[int, int]:
+    """[start, end) bytes of a C-contiguous NumPy or CuPy array."""
+    p = a.ctypes.data if isinstance(a, np.ndarray) else a.data.ptr
+    return p, p + int(a.nbytes)
+
+
+def _check_no_overlap(arrays: dict) -> None:
+    """What the kernels write (out, scratch) may not share memory with anything
+    else they read or write: an aliased ``out`` would overwrite x / ids mid-call."""
+    spans = {n: _span(a) for n, a in arrays.items() if a is not None and a.nbytes}
+    for w in ("out", "scratch"):
+        if w not in spans:
+            continue
+        lo, hi = spans[w]
+        for n, (l2, h2) in spans.items():
+            if n != w and lo < h2 and l2 < hi and not (w == "scratch" and n == "out"):
+                raise ValueError(f"{w}: overlaps {n} in memory ([{lo:#x}, {hi:#x}) and "
+                                 f"[{l2:#x}, {h2:#x})); {w} must be its own buffer")
 
 
 def validate_expert_map(expert_map: np.ndarray, num_local: int) -> None:

@@ -6,9 +6,13 @@ Hypothesis profiles: ``dev`` (default, quick) and ``ci`` (PYMOE_HYPOTHESIS_PROFI
 """
 import os
 
-import numpy as np
-import pytest
-from hypothesis import HealthCheck, settings
+# NVLink multicast stays off wherever NCCL runs (it can take a shared host's GPUs
+# out of service): set before any test initialises NCCL
+os.environ["NCCL_NVLS_ENABLE"] = "0"
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile("dev", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -16,7 +20,7 @@ settings.register_profile("ci", max_examples=200, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("PYMOE_HYPOTHESIS_PROFILE", "dev"))
 
-from tests.gating import CUDASIM, GPUS
+from tests.gating import CUDASIM, GPUS  # noqa: E402
 
 
 def pytest_addoption(parser):

@@ -118,3 +118,19 @@ def test_nccl_all_reduce_over_two_gpus():
             cp.cuda.Device().synchronize()
     np.testing.assert_array_equal(ys[0].get(), ys[1].get())
     assert_close(_bf16(ys[0].get()), _bf16(full), dtype="bfloat16")
+
+
+@pytest.mark.multi_gpu
+def test_one_process_per_gpu_example():
+    """examples/ep_two_gpus.py: two processes, an NCCL id through a pipe, the EP sum
+    equal to the one-GPU layer (bf16 bound) and both ranks holding the same bits."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    ex = Path(__file__).resolve().parents[1] / "examples" / "ep_two_gpus.py"
+    r = subprocess.run([sys.executable, str(ex), "--preset", "tiny,qwen3-30b-a3b",
+                        "--tokens", "1,64,300", "--iters", "3"], capture_output=True, text=True,
+                       timeout=900, env=dict(os.environ, NCCL_NVLS_ENABLE="0"))
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert r.stdout.strip().endswith("OK") and "True" in r.stdout, r.stdout

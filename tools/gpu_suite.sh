@@ -3,7 +3,8 @@
 # tool of TOOLS (default memcheck; any of memcheck racecheck synccheck initcheck),
 # each split into N shards (pytest --shard I/N), all at once.
 # Logs go to ${OUT:-.}/gpu_suite/; a summary table is printed last.
-# Usage: [TOOLS="memcheck racecheck"] tools/gpu_suite.sh [N_SHARDS=3] [TIMEOUT_S=560] [PATHS=tests]
+# Usage: [TOOLS="memcheck racecheck"] [PLAIN=0] tools/gpu_suite.sh [N_SHARDS=3] [TIMEOUT_S=560] [PATHS=tests]
+# (PLAIN=0 skips the plain run; PATHS may carry pytest options, e.g. "tests/cuda --ignore=...")
 set -u
 N=${1:-3}; LIMIT=${2:-560}; PATHS=${3:-tests}
 TOOLS=${TOOLS:-memcheck}
@@ -12,8 +13,10 @@ SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 
 if [ -z "$SAN" ]; then echo "compute-sanitizer not found: running the plain suite only"; TOOLS=""; fi
 export OMP_NUM_THREADS=4 PYTHONDONTWRITEBYTECODE=1
 PYTEST=(python3 -m pytest -q -p no:cacheprovider -m gpu $PATHS)
-timeout "$LIMIT" "${PYTEST[@]}" >"$LOG/plain.log" 2>&1 & pids=($!)
-names=(plain)
+pids=(); names=()
+if [ "${PLAIN:-1}" != 0 ]; then
+  timeout "$LIMIT" "${PYTEST[@]}" >"$LOG/plain.log" 2>&1 & pids=($!); names=(plain)
+fi
 for tool in $TOOLS; do
   for ((i = 0; i < N; i++)); do
     timeout "$LIMIT" "$SAN" --tool "$tool" --target-processes all --print-limit 20 \

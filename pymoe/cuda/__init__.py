@@ -15,14 +15,16 @@ device code in kernels/ (the kernels and their device helpers).
 """
 from __future__ import annotations
 
-from .availability import NoCudaGPUError, is_available, require_gpu, unavailable_reason
+from .availability import (NoCudaGPUError, is_available, require_gpu, simulated,
+                           unavailable_reason)
 
 __all__ = ["is_available", "unavailable_reason", "NoCudaGPUError", "to_device",
            "DeviceWeights", "allocate_scratch", "run", "prewarm", "PrewarmReport", "freeze", "unfreeze", "is_frozen",
-           "LaunchNotResolvedError", "KernelResolutionFrozenError"]
+           "LaunchNotResolvedError", "KernelResolutionFrozenError", "ScratchInUseError"]
 
 _LAZY = {
     "DeviceWeights": "device_weights", "PrewarmReport": "runner",
+    "ScratchInUseError": "runner",
     "freeze": "launch", "unfreeze": "launch", "is_frozen": "launch",
     "LaunchNotResolvedError": "launch", "KernelResolutionFrozenError": "launch",
 }
@@ -53,6 +55,12 @@ def prewarm(plan, stream=None, *, progress: bool = True):
 def run(b, *, stream=None):
     """Execute a device Binding on ``stream`` (pymoe/cuda/runner.py)."""
     require_gpu("pymoe.cuda.run")
+    from ..plan import Binding
+    if not isinstance(b, Binding):
+        raise TypeError(f"run takes a pymoe Binding (from Plan.bind), got {type(b).__name__}")
+    if b.kind != "device" and not simulated():
+        raise TypeError("run: the binding holds host (NumPy) arrays; pymoe.run(binding) "
+                        "runs it on the reference, pymoe.cuda.run needs device arrays")
     from .runner import run as impl
     return impl(b, stream=stream)
 

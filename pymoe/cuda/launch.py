@@ -29,8 +29,7 @@ import os
 import re
 import tempfile
 import threading
-from dataclasses import asdict, dataclass
-from typing import Callable
+from dataclasses import asdict
 
 import numpy as np
 from numba import cuda
@@ -44,7 +43,7 @@ from .kernels.spec import NUMPY_TYPES, KernelSpec
 
 __all__ = ["KernelSpec", "Kernel", "resolve", "LaunchNotResolvedError",
            "KernelResolutionFrozenError", "freeze", "unfreeze", "is_frozen",
-           "is_capturing", "launch_stream", "PreparedLaunch", "stats", "clear_memory_cache", "load_spec", "compile_ptx"]
+           "is_capturing", "launch_stream", "PreparedLaunch", "cache_path", "stats", "clear_memory_cache", "load_spec", "compile_ptx"]
 
 
 class LaunchNotResolvedError(RuntimeError):
@@ -224,6 +223,13 @@ def disk_key(key: LaunchKey, cc: tuple[int, int]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def cache_path(key: LaunchKey, cc: tuple[int, int] | None = None) -> str:
+    """Where ``key``'s compiled PTX lives in the disk cache (for this device's
+    compute capability unless ``cc`` is given)."""
+    digest = disk_key(key, cc or _device_cc())
+    return os.path.join(cache_dir(), digest[:2], digest + ".ptx")
+
+
 _MAGIC = "// pymoe-ptx "
 
 
@@ -369,8 +375,8 @@ def _load_gpu(key: LaunchKey, spec: KernelSpec) -> Kernel:
     source = "compiled"
     use_disk = env.get_bool("PYMOE_DISK_CACHE", True)
     if use_disk:
-        digest = disk_key(key, cc)
-        path = os.path.join(cache_dir(), digest[:2], digest + ".ptx")
+        path = cache_path(key, cc)
+        digest = os.path.basename(path)[:-4]
         ptx = _disk_read(path, digest)
         if ptx is not None:
             source = "disk"

@@ -35,7 +35,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..geometry import (ACTIVATIONS, FORMATS, SWIGLUOAI_ALPHA, SWIGLUOAI_LIMIT, W13_LAYOUTS,
-                        fc1_rows, is_gated, num_scale_groups)
+                        is_gated, num_scale_groups)
 from ..weights import ExpertWeights, prepare_weights
 from .checkpoint import Checkpoint, open_checkpoint
 

@@ -4,7 +4,9 @@ pymoe/cuda/kernels/routes.py::local_expert).
 Shape legend: T tokens, k top-k, E local experts, G experts in the id space.
 
     local_expert_ids(topk_ids, expert_map, E)[t, j] = e in [0, E), or -1 when
-        the id is outside [0, G) or the expert map sends it to -1
+        the id is outside [0, G) or the expert map sends it outside [0, E)
+        (a host map is validated by bind; a device map is not, and a value past
+        the local experts makes the route invalid instead of reading past them)
     block_slots(block_expert_ids, e, B) = the slots of the blocks e owns, in order
 """
 from __future__ import annotations
@@ -22,7 +24,8 @@ def local_expert_ids(topk_ids, expert_map, num_experts: int) -> np.ndarray:
         return np.where((ids >= 0) & (ids < num_experts), ids, -1)
     m = np.asarray(expert_map).astype(np.int64)
     inside = (ids >= 0) & (ids < m.shape[0])
-    return np.where(inside, m[np.clip(ids, 0, m.shape[0] - 1)], -1)
+    loc = np.where(inside, m[np.clip(ids, 0, m.shape[0] - 1)], -1)
+    return np.where((loc >= 0) & (loc < num_experts), loc, -1)
 
 
 def block_slots(block_expert_ids, e: int, block: int) -> np.ndarray:

@@ -30,8 +30,14 @@ def to_f32(a, dtype):
 
 
 def run_case(case: Case, *, device: bool, max_tokens: int | None = None, repeats: int = 1):
-    """Returns (ref_buffers, cuda_buffers_per_repeat, binding_regime)."""
-    p = make_problem(case)
+    """Returns (problem, ref binding, ref buffers, cuda buffers per repeat)."""
+    return run_problem(make_problem(case), device=device, max_tokens=max_tokens,
+                       repeats=repeats)
+
+
+def run_problem(p, *, device: bool, max_tokens: int | None = None, repeats: int = 1):
+    """run_case for a Problem whose inputs a test may have changed."""
+    case = p.case
     xbits = p.x.view(np.uint16) if case.dtype == "bfloat16" else p.x
     caps = pymoe.Caps.for_weights(p.experts, max_tokens=max(1, max_tokens or case.T),
                                   top_k=case.k, dtype=case.dtype,
@@ -71,7 +77,14 @@ def run_case(case: Case, *, device: bool, max_tokens: int | None = None, repeats
 
 
 def check_case(case: Case, *, device: bool, max_tokens=None, repeats=1):
-    p, b, ref, runs = run_case(case, device=device, max_tokens=max_tokens, repeats=repeats)
+    return check_problem(make_problem(case), device=device, max_tokens=max_tokens,
+                         repeats=repeats)
+
+
+def check_problem(p, *, device: bool, max_tokens=None, repeats=1):
+    """Every buffer of the CUDA twin against the reference (see the module doc)."""
+    case = p.case
+    p, b, ref, runs = run_problem(p, device=device, max_tokens=max_tokens, repeats=repeats)
     dt = case.dtype
     R = case.T * case.k
     for got in runs:

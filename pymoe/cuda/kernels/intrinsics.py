@@ -65,9 +65,16 @@ def fp4_quarters(c):
     return -v if c & 8 else v
 
 
-@cuda.jit(device=True, inline=True)
-def sigmoid(v):
-    return float32(1.0) / (float32(1.0) + math.exp(-v))
+if SIM:
+    def sigmoid(v):
+        """Python's math.exp raises OverflowError where the GPU's expf gives inf
+        (sigmoid -> 0); NumPy's float32 exp follows IEEE like the GPU."""
+        with np.errstate(over="ignore"):
+            return np.float32(1.0) / (np.float32(1.0) + np.exp(np.float32(-v)))
+else:
+    @cuda.jit(device=True, inline=True)
+    def sigmoid(v):
+        return float32(1.0) / (float32(1.0) + math.exp(-v))
 
 
 if SIM:

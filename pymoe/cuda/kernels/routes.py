@@ -5,6 +5,9 @@ Shape legend: T tokens, k top-k, R = T*k flat routes (r = t*k + j), E local
 experts, G experts in the id space of topk_ids (global under expert parallel).
 
     local_expert(ids, stride, r, emap, has_map, num_ids) = e in [0, E) or -1
+        has_map = 0 (no map), else (E << 2) | w with w = 1 (int32 map) or 2 (int64
+        map, read as int32 pairs): a mapped value outside [0, E) is -1, an
+        invalid route, so a device map is never trusted to index the weights
     route_args(topk_ids, expert_map, E) = (ids, stride, emap, has_map, num_ids)
 """
 from __future__ import annotations
@@ -20,14 +23,17 @@ def local_expert(ids, stride, r, emap, has_map, num_ids):
     """Local expert of flat route r, or -1 (id outside [0, num_ids) or mapped to -1).
 
     int64 ids are read as int32 pairs (stride 2): valid only when the high word
-    is the sign extension of the low word.  An int64 expert map (has_map 2) is
-    read by its low words: its values are validated to lie in [-1, E)."""
+    is the sign extension of the low word.  An int64 expert map is read by its
+    low words (a value past int32 is outside [0, E) anyway)."""
     lo = int64(ids[r * stride])
     hi = int64(ids[r * stride + 1]) if stride == 2 else (lo >> 31)
     if hi != (lo >> 31) or lo < 0 or lo >= num_ids:
         return -1
-    if has_map != 0:                 # 1: int32 map; 2: int64 map read as int32 pairs
-        return int64(emap[lo * has_map])
+    if has_map != 0:
+        m = int64(emap[lo * (has_map & 3)])
+        if m >= (has_map >> 2):          # past the local experts: an invalid route
+            return -1
+        return m
     return lo
 
 
@@ -35,12 +41,13 @@ def route_args(topk_ids, expert_map, num_experts: int) -> tuple:
     """(ids, stride, emap, has_map, num_ids): the route arguments of every kernel that
     reads topk_ids.  int64 ids are passed as their int32 little-endian pairs
     (stride 2, see local_expert); num_ids is the id space (map size under EP);
-    has_map: 0 none, 1 int32 map, 2 int64 map (passed as its int32 pairs)."""
+    has_map: 0 without a map, else (E << 2) | (1 int32 map, 2 int64 map passed as
+    its int32 pairs)."""
     flat = topk_ids.reshape(-1)
     ids, stride = (flat.view(np.int32), 2) if flat.dtype.itemsize == 8 else (flat, 1)
     if expert_map is None:
         return ids, stride, None, 0, num_experts
     emap = expert_map.reshape(-1)
     if emap.dtype.itemsize == 8:
-        return ids, stride, emap.view(np.int32), 2, expert_map.shape[0]
-    return ids, stride, emap, 1, expert_map.shape[0]
+        return ids, stride, emap.view(np.int32), (num_experts << 2) | 2, expert_map.shape[0]
+    return ids, stride, emap, (num_experts << 2) | 1, expert_map.shape[0]

@@ -20,11 +20,10 @@ from .availability import (NoCudaGPUError, is_available, require_gpu, simulated,
 
 __all__ = ["is_available", "unavailable_reason", "NoCudaGPUError", "to_device",
            "DeviceWeights", "allocate_scratch", "run", "prewarm", "PrewarmReport", "freeze", "unfreeze", "is_frozen",
-           "LaunchNotResolvedError", "KernelResolutionFrozenError", "ScratchInUseError"]
+           "LaunchNotResolvedError", "KernelResolutionFrozenError"]
 
 _LAZY = {
     "DeviceWeights": "device_weights", "PrewarmReport": "runner",
-    "ScratchInUseError": "runner",
     "freeze": "launch", "unfreeze": "launch", "is_frozen": "launch",
     "LaunchNotResolvedError": "launch", "KernelResolutionFrozenError": "launch",
 }

@@ -26,48 +26,7 @@ from .kernels.intrinsics import SIM
 from .launch import is_capturing, launch_stream, resolve
 from .route_pack import prepare_route_pack
 
-__all__ = ["allocate_scratch", "run", "prewarm", "PrewarmReport", "device_inputs",
-           "ScratchInUseError"]
-
-
-class ScratchInUseError(RuntimeError):
-    """A scratch arena was run on a second stream while its last run, on another
-    stream, may still be in flight (one arena serves one stream at a time)."""
-
-
-# scratch arena (device pointer) -> the stream of its last run.  The contract:
-# one arena serves one stream at a time; moving it to another stream is legal
-# once the first is idle (or the caller ordered the streams and synchronised).
-_ARENA_STREAM: dict = {}
-_NOT_READY = 600            # cudaErrorNotReady
-
-
-def _stream_busy(ptr: int) -> bool:
-    from cupy_backends.cuda.api import runtime
-    try:
-        return runtime.streamQuery(ptr) == _NOT_READY
-    except runtime.CUDARuntimeError as e:
-        return getattr(e, "status", None) == _NOT_READY
-
-
-def _check_arena(b: Binding, stream) -> None:
-    """Refuse to run ``b`` on ``stream`` while its arena's last stream is busy."""
-    last = _ARENA_STREAM.get(b.scratch.data.ptr)
-    if last is not None and last != stream.ptr:
-        if not (is_capturing(stream) or is_capturing(_Ptr(last))) and _stream_busy(last):
-            raise ScratchInUseError(
-                f"scratch: the arena at {b.scratch.data.ptr:#x} last ran on stream "
-                f"{last:#x}, which still "
-                f"has work in flight; running it on stream {stream.ptr:#x} now would race. "
-                "Use one arena per stream, or synchronise the first stream before "
-                "switching")
-
-
-class _Ptr:
-    __slots__ = ("ptr",)
-
-    def __init__(self, ptr):
-        self.ptr = ptr
+__all__ = ["allocate_scratch", "run", "prewarm", "PrewarmReport", "device_inputs"]
 
 
 def _cupy():
@@ -124,11 +83,13 @@ def run(b: Binding, *, stream=None):
 
     The first run of a binding resolves its keys and flattens the arguments;
     later runs of the same binding only enqueue (2 launches for decode, 4 for
-    the packed regime)."""
+    the packed regime).
+
+    Contract: the arena (``b.scratch``) serves one stream at a time.  Runs on
+    one stream are ordered; running the same arena on another stream is the
+    caller's to order (an event, or a sync), as for any CUDA buffer: pymoe
+    does not query streams (a destroyed stream's handle cannot be asked)."""
     stream = launch_stream(stream)
-    arena = not SIM and b.scratch is not None
-    if arena:
-        _check_arena(b, stream)
     out = b.out
     if out is None:
         for k in b.keys:                                   # misses raise before anything
@@ -144,8 +105,6 @@ def run(b: Binding, *, stream=None):
             launches = b.cache["launches"] = _prepare(b, out, stream) if b.num_tokens else []
     for launch in launches:
         launch(stream)
-    if arena and launches:
-        _ARENA_STREAM[b.scratch.data.ptr] = stream.ptr
     return out
 
 

@@ -31,9 +31,11 @@ pytestmark = [pytest.mark.cudasim] if CUDASIM else [pytest.mark.gpu]
 
 FAMILIES = [dict(format=f, dtype=d, activation=a) for f in ("mxfp4", "nvfp4")
             for d in ("bfloat16", "float16") for a in ("silu", "swigluoai", "relu2")]
+# odd shapes per format: K a multiple of 8 (MXFP4) or 16 (NVFP4), not of 32
+SHAPES = {"mxfp4": ((64, 32), (40, 24)), "nvfp4": ((64, 32), (80, 48))}
 for _i, _f in enumerate(FAMILIES):
     _f.update(bias=bool(_i % 2), on_input=bool((_i // 2) % 2),
-              shape=((32, 16) if CUDASIM else ((64, 32), (40, 24))[(_i // 3) % 2]))
+              shape=((32, 16) if CUDASIM else SHAPES[_f["format"]][(_i // 3) % 2]))
 
 N_EXAMPLES = int(env.get_str("PYMOE_FUZZ_EXAMPLES", "6" if CUDASIM else "300"))
 SEED = int(env.get_str("PYMOE_FUZZ_SEED", "20261130"))

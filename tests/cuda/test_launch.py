@@ -205,7 +205,8 @@ def test_graph_capture_replay_matches_eager(T):
         nx = (rng.standard_normal(x.shape).astype(np.float32).view(np.uint32) >> 16
               ).astype(np.uint16)
         nw, nids = pymoe.route_topk(rng.standard_normal((T, 8)), 4)
-        x2, w2, ids2 = cp.asarray(nx), cp.asarray(nw), cp.asarray(nids)
+        with s:                                 # uploads ordered before s reads them
+            x2, w2, ids2 = cp.asarray(nx), cp.asarray(nw), cp.asarray(nids)
         want = pymoe.run(plan.bind(scratch=scratch2, x=x2, experts=ew, topk_weights=w2,
                                    topk_ids=ids2), stream=s)
         with s:

@@ -1,5 +1,5 @@
-"""Reliability on the GPU: concurrency, the one-arena-one-stream contract, a long
-run of graph replays, and the disk cache under faults.  Figures are printed (run
+"""Reliability on the GPU: concurrency (two threads, two streams, two arenas), a
+long run of graph replays, and the disk cache under faults.  Figures are printed (run
 with -s) and recorded in docs/reliability.md."""
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def _layer(case: Case, max_tokens: int):
     b = plan.bind(scratch=pymoe.cuda.allocate_scratch(plan), x=x, experts=ew,
                   topk_weights=cp.asarray(p.topk_weights), topk_ids=cp.asarray(p.topk_ids),
                   out=cp.empty_like(x))
+    cp.cuda.Device().synchronize()     # uploads (current stream) done before other streams
     return p, plan, b
 
 
@@ -81,31 +82,6 @@ def test_two_streams_and_two_threads_match_serial_runs():
     print("\nconcurrency: 2 threads x 200 runs on 2 streams, all bit-equal to serial")
 
 
-def test_one_arena_on_a_second_busy_stream_is_refused():
-    """The contract: one arena serves one stream at a time.  Running it on stream
-    B while stream A still has its work in flight raises ScratchInUseError; once
-    A is idle, switching is legal."""
-    import cupy as cp
-    from pymoe.cuda.runner import ScratchInUseError
-    p, plan, b = _layer(Case(24, 256, 128, 8, 2, seed=3), 32)
-    sa, sb = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
-    big = cp.random.standard_normal((4096, 4096), dtype=cp.float32)
-    pymoe.run(b, stream=sa)
-    with sa:
-        for _ in range(8):                    # keep stream A busy for tens of ms
-            big = big @ big
-            big /= cp.float32(4096)
-    with pytest.raises(ScratchInUseError, match=r"scratch: the arena at 0x[0-9a-f]+ last ran "
-                                                r"on stream 0x[0-9a-f]+, which still has work"):
-        pymoe.run(b, stream=sb)
-    sa.synchronize()
-    pymoe.run(b, stream=sb)                   # A idle: the arena may move
-    sb.synchronize()
-    want = pymoe.fused_moe(p.x, p.experts, p.topk_weights, p.topk_ids)
-    assert_close(to_float32(_bits(b.out), "bfloat16"), to_float32(want, "bfloat16"),
-                 dtype="bfloat16", what="y after the switch")
-
-
 # ---------------------------------------------------------------- long run
 
 @pytest.mark.slow
@@ -134,6 +110,7 @@ def test_100k_graph_replays_with_changing_inputs():
         ws.append(w)
         ids.append(i)
     ws_d, ids_d = cp.asarray(np.stack(ws)), cp.asarray(np.stack(ids))
+    cp.cuda.Device().synchronize()     # the uploads ran on the current stream, not s
     pool = cp.get_default_memory_pool()
 
     def mem():       # this process's pool (other processes may share the GPU) and host RSS

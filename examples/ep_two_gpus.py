@@ -71,9 +71,13 @@ def _median_ms(cp, stream, fn, n: int) -> float:
 def child(rank: int, world: int, presets: list[str], tokens: list[int], iters: int) -> int:
     import cupy as cp
     from cupy.cuda import nccl
-    uid = tuple(json.loads(sys.stdin.readline()))
+    uid = bytes.fromhex(sys.stdin.readline().strip())     # the parent's NCCL id, via the pipe
     cp.cuda.Device(rank).use()
-    comm = nccl.NcclCommunicator(world, uid, rank)
+    try:
+        comm = nccl.NcclCommunicator(world, uid, rank)      # CuPy 14: the id as bytes
+    except TypeError:                                       # older CuPy: a tuple of int8
+        comm = nccl.NcclCommunicator(world, tuple(b - 256 if b > 127 else b for b in uid),
+                                     rank)
     s = cp.cuda.Stream(non_blocking=True)
     flag = cp.zeros(1, cp.float32)
 
@@ -153,13 +157,14 @@ def main(argv=None) -> int:
         print("fewer than 2 GPUs: nothing to show")
         return 0
     uid = nccl.get_unique_id()
+    uid = bytes(uid) if isinstance(uid, (bytes, bytearray)) else bytes(b & 0xFF for b in uid)
     env = dict(os.environ, NCCL_NVLS_ENABLE="0")
     procs = [subprocess.Popen([sys.executable, __file__, "--preset", a.preset, "--tokens",
                                a.tokens, "--iters", str(a.iters), "--rank", str(r)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                               env=env) for r in range(2)]
     for p in procs:                             # the unique id, through each child's pipe
-        p.stdin.write(json.dumps(list(uid)) + "\n")
+        p.stdin.write(uid.hex() + "\n")
         p.stdin.flush()
     outs = [p.communicate(timeout=1800)[0] for p in procs]
     if any(p.returncode for p in procs):

@@ -29,6 +29,6 @@ printf '%-12s %4s  %-40s %s\n' run rc pytest sanitizer
 for j in "${!names[@]}"; do
   f="$LOG/${names[$j]}.log"
   res=$(grep -E '^[0-9]+ (passed|failed)|passed|failed|error' "$f" | grep -E ' in [0-9.]+s' | tail -1)
-  san=$(grep -h 'ERROR SUMMARY' "$f" | sort | uniq -c | tr -s ' ' | paste -sd';')
+  san=$(grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | sort | uniq -c | tr -s ' ' | paste -sd';')
   printf '%-12s %4s  %-40s %s\n' "${names[$j]}" "${rcs[$j]}" "$res" "${san:--}"
 done

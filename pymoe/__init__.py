@@ -21,7 +21,8 @@ from .weights import ExpertWeights, NaNScaleWarning, prepare_weights
 __version__ = "0.1.0"
 
 __all__ = [
-    "Binding", "Caps", "ExpertWeights", "NaNScaleWarning", "Plan", "dequantize_mxfp4", "dequantize_nvfp4",
+    "Binding", "Caps", "ExpertWeights", "NaNScaleWarning", "Plan", "dequantize_mxfp4",
+    "dequantize_nvfp4",
     "fused_moe", "plan", "prepare_weights", "quantize_mxfp4", "quantize_nvfp4",
     "required_nbytes", "route_topk", "run", "validate_expert_map", "__version__",
 ]

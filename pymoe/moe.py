@@ -60,7 +60,7 @@ def fused_moe(x, experts, topk_weights, topk_ids, *, backend: str = "ref", out=N
     experts: ExpertWeights from prepare_weights (uploaded once per GPU for cuda)
     topk_weights: float32 [T, k]; topk_ids: int32/int64 [T, k] (ids outside
         [0, E), or mapped to -1 by expert_map, contribute 0)
-    expert_map: int32 [global_num_experts] global -> local id or -1
+    expert_map: int32/int64 [global_num_experts] global -> local id or -1
     backend: 'ref' (NumPy arrays), 'cuda' (CuPy / torch / CUDA arrays; NumPy
         inputs are uploaded) or 'auto'
     Returns y [T, H] like x (NumPy on ref, CuPy on cuda), or ``out`` itself,

@@ -19,8 +19,8 @@ from .availability import (NoCudaGPUError, is_available, require_gpu, simulated,
                            unavailable_reason)
 
 __all__ = ["is_available", "unavailable_reason", "NoCudaGPUError", "to_device",
-           "DeviceWeights", "allocate_scratch", "run", "prewarm", "PrewarmReport", "freeze", "unfreeze", "is_frozen",
-           "LaunchNotResolvedError", "KernelResolutionFrozenError"]
+           "DeviceWeights", "allocate_scratch", "run", "prewarm", "PrewarmReport", "freeze",
+           "unfreeze", "is_frozen", "LaunchNotResolvedError", "KernelResolutionFrozenError"]
 
 _LAZY = {
     "DeviceWeights": "device_weights", "PrewarmReport": "runner",

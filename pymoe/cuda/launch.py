@@ -43,7 +43,8 @@ from .kernels.spec import NUMPY_TYPES, KernelSpec
 
 __all__ = ["KernelSpec", "Kernel", "resolve", "LaunchNotResolvedError",
            "KernelResolutionFrozenError", "freeze", "unfreeze", "is_frozen",
-           "is_capturing", "launch_stream", "PreparedLaunch", "cache_path", "stats", "clear_memory_cache", "load_spec", "compile_ptx"]
+           "is_capturing", "launch_stream", "PreparedLaunch", "cache_path", "stats",
+           "clear_memory_cache", "load_spec", "compile_ptx"]
 
 
 class LaunchNotResolvedError(RuntimeError):

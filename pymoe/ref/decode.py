@@ -1,5 +1,5 @@
-"""Decode (NumPy twin of pymoe/cuda/decode.py): small T, no route packing; every route read straight
-from topk_ids.
+"""Decode (NumPy twin of pymoe/cuda/decode.py): small T, no route packing;
+every route read straight from topk_ids.
 
 Shape legend: T tokens, k top-k, R = T*k (r = t*k + j), E experts, H, I.
 

@@ -1,4 +1,5 @@
-"""Dequant (NumPy twin of pymoe/cuda/dequant.py): prepared FP4 weights -> float32, for debugging and tests.
+"""Dequant (NumPy twin of pymoe/cuda/dequant.py): prepared FP4 weights ->
+float32, for debugging and tests.
 
 Shape legend: E experts, F rows of w13, H hidden, I intermediate.
     dequant(ew, "w13") -> float32 [E, F, H];  dequant(ew, "w2", e) -> [H, I]

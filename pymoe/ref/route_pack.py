@@ -1,4 +1,5 @@
-"""Route packing (NumPy twin of pymoe/cuda/route_pack.py): top-k ids -> routes grouped per expert, padded to B.
+"""Route packing (NumPy twin of pymoe/cuda/route_pack.py): top-k ids -> routes
+grouped per expert, padded to B.
 
 Shape legend: T tokens, k top-k, R = T*k flat routes (r = t*k + j), E local
 experts, B block size, S slot capacity (geometry.packed_slots), S/B blocks.

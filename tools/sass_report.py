@@ -1,0 +1,191 @@
+"""What the kernels a layer runs look like in SASS, with no GPU: registers,
+spills, and instruction mix of each kernel and of its hottest loop.
+
+    python tools/sass_report.py [--preset gpt-oss-120b] [--tokens 1,8,64,512] [--gemm mma]
+
+Compiles every LaunchKey the calls reach (Numba -> PTX), assembles it with the
+local ptxas for sm_90 and disassembles the cubin with cuobjdump (pip:
+nvidia-cuda-nvcc, nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm).  Per kernel: registers, spill bytes,
+the static instruction count and mix; and the hottest loop (the innermost
+backward branch whose body holds the most HMMA / FFMA): its length and mix.
+Static counts, not a profile: they show what one trip of the inner loop issues.
+Classes: mma (HMMA), fma (FFMA/FMUL/FADD/HFMA2/HMUL2), ldg (global loads, by
+width), lds/sts (shared), int (IMAD/IADD3/ISETP/SEL/LEA/SHF/LOP3/MOV/IABS...:
+address and index arithmetic), prmt, other.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+
+INT_OPS = {"IMAD", "IADD3", "ISETP", "SEL", "LEA", "SHF", "LOP3", "MOV", "IABS", "IMNMX",
+           "ISCADD", "SGXT", "IADD", "SHL", "SHR", "BMSK", "FLO", "POPC", "I2F", "F2I",
+           "IMUL", "UIADD3", "UMOV", "ULDC", "UIMAD", "USHF", "ULEA", "ULOP3", "USEL",
+           "UISETP", "S2R", "S2UR", "CS2R", "PLOP3", "P2R", "R2P", "VIADD", "VIMNMX"}
+FMA_OPS = {"FFMA", "FMUL", "FADD", "HFMA2", "HMUL2", "HADD2", "FMNMX", "FSETP", "FSEL"}
+
+
+def _tool(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    import site
+    for base in site.getsitepackages() + [site.getusersitepackages()]:
+        hits = sorted(glob.glob(os.path.join(base, "nvidia", "*", "bin", name)))
+        if hits:
+            return hits[-1]
+    return None
+
+
+def assemble(ptx: str, arch: str = "sm_90") -> tuple[str, str]:
+    """(ptxas -v log, SASS text) of one PTX module."""
+    ptxas, objdump = _tool("ptxas"), _tool("cuobjdump")
+    if not ptxas or not objdump:
+        raise SystemExit("needs ptxas and cuobjdump (pip install nvidia-cuda-nvcc "
+                         "nvidia-cuda-cuobjdump)")
+    ver = subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"release (\d+)\.(\d+)", ver)
+    isa = f"{int(m.group(1)) - 4}.{m.group(2)}"
+    ptx = re.sub(r"^\.version .*$", f".version {isa}", ptx, count=1, flags=re.M)
+    with tempfile.TemporaryDirectory() as d:
+        src, cub = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
+        with open(src, "w") as fh:
+            fh.write(ptx)
+        r = subprocess.run([ptxas, f"-arch={arch}", "-v", src, "-o", cub],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(r.stderr[-2000:])
+        env = dict(os.environ, PATH=os.path.dirname(objdump) + os.pathsep
+                   + os.environ.get("PATH", ""))           # cuobjdump runs nvdisasm
+        d2 = subprocess.run([objdump, "-sass", cub], capture_output=True, text=True, env=env)
+        if d2.returncode or "code for sm_" not in d2.stdout:
+            raise RuntimeError(f"cuobjdump: {d2.stderr[-500:]} (pip install "
+                               "nvidia-cuda-nvdisasm)")
+    return r.stderr, d2.stdout
+
+
+_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)([.\w]*)\s*(.*?);")
+
+
+def instructions(sass: str) -> list[tuple[int, str, str, str]]:
+    """[(address, opcode, modifiers, operands)]."""
+    out = []
+    for m in _LINE.finditer(sass):
+        out.append((int(m.group(1), 16), m.group(3), m.group(4), m.group(5)))
+    return out
+
+
+def classify(op: str, mods: str) -> str:
+    if op == "HMMA":
+        return "mma"
+    if op in FMA_OPS:
+        return "fma"
+    if op == "LDG":
+        w = re.search(r"\.(128|64|U8|S8|U16|S16)", mods)
+        return f"ldg.{w.group(1) if w else '32'}"
+    if op in ("LDS", "LDSM"):
+        return "lds"
+    if op == "STS":
+        return "sts"
+    if op == "STG":
+        return "stg"
+    if op == "PRMT":
+        return "prmt"
+    if op in INT_OPS:
+        return "int"
+    return "other"
+
+
+def hottest_loop(ins) -> tuple[int, int] | None:
+    """(start, end) addresses of the innermost backward-branch loop with the most
+    HMMA/FFMA; None for straight-line code."""
+    best, best_key = None, (-1, 0)
+    for addr, op, _mods, operands in ins:
+        if op != "BRA":
+            continue
+        t = re.search(r"0x([0-9a-f]+)", operands)
+        if not t:
+            continue
+        target = int(t.group(1), 16)
+        if target >= addr:
+            continue
+        body = [i for i in ins if target <= i[0] <= addr]
+        mma = sum(1 for i in body if i[1] == "HMMA")
+        fma = sum(1 for i in body if i[1] == "FFMA")
+        key = (mma, fma, -len(body))              # tensor cores first, then FMA, tightest
+        if key > best_key:
+            best, best_key = (target, addr), key
+    return best
+
+
+def report(ptx: str) -> dict:
+    log, sass = assemble(ptx)
+    regs = re.search(r"Used (\d+) registers", log)
+    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    stack = re.search(r"(\d+) bytes stack frame", log)
+    ins = instructions(sass)
+    mix = Counter(classify(op, mods) for _, op, mods, _ in ins)
+    loop = hottest_loop(ins)
+    body = [i for i in ins if loop and loop[0] <= i[0] <= loop[1]]
+    return dict(regs=int(regs.group(1)) if regs else -1,
+                spill=int(spill.group(1)) + int(spill.group(2)) if spill else 0,
+                stack=int(stack.group(1)) if stack else 0, total=len(ins), mix=mix,
+                loop_len=len(body), loop_mix=Counter(classify(o, m) for _, o, m, _ in body))
+
+
+def _fmt(mix: Counter) -> str:
+    keys = ("mma", "fma", "ldg.128", "ldg.64", "ldg.32", "ldg.U8", "lds", "sts", "prmt", "int",
+            "other")
+    return " ".join(f"{k}={mix[k]}" for k in keys if mix.get(k))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="gpt-oss-120b")
+    ap.add_argument("--tokens", default="1,8,64,512")
+    ap.add_argument("--gemm", choices=["mma", "fma"], default="mma")
+    a = ap.parse_args(argv)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import pymoe
+    from pymoe import geometry as geo
+    from pymoe.cuda import launch
+    from pymoe.presets import PRESETS
+    pr = PRESETS[a.preset]
+    alpha, limit = geo.swiglu_params(pr.activation)
+    caps = pymoe.Caps(max_tokens=1, top_k=pr.top_k, num_experts=pr.num_experts,
+                      hidden_size=pr.hidden_size, intermediate_size=pr.intermediate_size,
+                      activation=pr.activation, w13_layout=pr.w13_layout, has_bias=pr.bias,
+                      swiglu_alpha=alpha, swiglu_limit=limit)
+    keys = []
+    for t in (int(v) for v in a.tokens.split(",")):
+        reg = geo.regime_for(t)
+        b = caps.block_size_for(t) if reg == "packed" else None
+        for k in geo.launch_keys(reg, b, gemm=a.gemm, format=caps.format,
+                                 activation=caps.activation, dtype=caps.dtype,
+                                 hidden_size=caps.hidden_size,
+                                 intermediate_size=caps.intermediate_size,
+                                 has_bias=caps.has_bias, router_on_input=False,
+                                 swiglu_limit=limit, swiglu_alpha=alpha):
+            if (t, k) not in keys and k not in [kk for _, kk in keys]:
+                keys.append((t, k))
+    print(f"{a.preset}: {a.gemm} GEMM, sm_90, static SASS counts")
+    print(f"{'T':>4} {'kernel':11} {'B':>3} {'regs':>4} {'spill':>5} {'instr':>6}  "
+          f"{'loop':>5}  hottest loop mix / whole-kernel mix")
+    for t, k in keys:
+        ptx, _ = launch.compile_ptx(k, (9, 0))
+        r = report(ptx)
+        print(f"{t:>4} {k.kernel:11} {k.block or '-':>3} {r['regs']:>4} {r['spill']:>5} "
+              f"{r['total']:>6}  {r['loop_len']:>5}  {_fmt(r['loop_mix'])}")
+        print(f"{'':>44}kernel: {_fmt(r['mix'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -23,7 +23,7 @@ import cupy as cp
 import numpy as np
 
 import pymoe
-from pymoe.__main__ import random_layer
+from pymoe.bench import random_layer
 from pymoe.presets import PRESETS
 
 

@@ -3,6 +3,7 @@
     python -m pymoe demo [--preset tiny] [--tokens 16] [--backend auto]
     python -m pymoe plan --preset gpt-oss-120b --max-tokens 64 [--block-size 8]
     python -m pymoe prewarm --preset gpt-oss-20b --max-tokens 256
+    python -m pymoe bench --preset gpt-oss-120b,qwen3-30b-a3b --tokens 1,8,64,512
 """
 from __future__ import annotations
 
@@ -14,39 +15,13 @@ import time
 import numpy as np
 
 import pymoe
-from pymoe.geometry import fc1_rows, gate_rows, scale_group, swiglu_params
+from pymoe.bench import random_layer
+from pymoe.geometry import gate_rows, swiglu_params
 from pymoe.presets import PRESETS
 
 # FP4 E2M1 codes, written out here so the demo's float64 check does not share
 # pymoe.formats' decoder.
 _E2M1 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6])
-
-
-def random_layer(preset, fmt: str, seed: int = 0, num_experts: int | None = None):
-    """Random packed FP4 weights + scales of a preset's shape (no float weights:
-    quantizing a real-sized layer would dominate the demo)."""
-    rng = np.random.default_rng(seed)
-    e = num_experts or preset.num_experts
-    h, i = preset.hidden_size, preset.intermediate_size
-    f = fc1_rows(preset.activation, i)
-    g = scale_group(fmt)
-
-    def packed(n, k):
-        q = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
-        if fmt == "mxfp4":   # 2^(b-127) ~ 1/(3*sqrt(k)) keeps activations O(1)
-            b = int(round(127 - np.log2(3 * np.sqrt(k))))
-            s = rng.integers(b - 1, b + 1, (e, n, -(-k // g)), dtype=np.uint8)
-            return q, s, None
-        s = rng.integers(0x30, 0x38, (e, n, k // g), dtype=np.uint8)   # e4m3 0.5..0.94
-        return q, s, (1.0 / (3 * np.sqrt(k)) * np.ones(e)).astype(np.float32)
-
-    q13, s13, g13 = packed(f, h)
-    q2, s2, g2 = packed(h, i)
-    b13 = rng.standard_normal((e, f)).astype(np.float32) * .1 if preset.bias else None
-    b2 = rng.standard_normal((e, h)).astype(np.float32) * .1 if preset.bias else None
-    return pymoe.prepare_weights(q13, q2, format=fmt, w13_scales=s13, w2_scales=s2,
-                                 w13_global=g13, w2_global=g2, activation=preset.activation,
-                                 w13_layout=preset.w13_layout, w13_bias=b13, w2_bias=b2)
 
 
 def _deq64(packed, scales, fmt, glob):
@@ -168,6 +143,41 @@ def cmd_prewarm(a) -> int:
     return 0
 
 
+def cmd_bench(a) -> int:
+    from pymoe import bench
+    rows, bw = bench.bench(a.preset, a.tokens, backend=a.backend, fmt=a.format,
+                           dtype=a.dtype, modes=a.mode, repeats=a.repeats, rotate=a.rotate,
+                           num_experts=a.num_experts, progress=not a.no_progress)
+    if a.csv:
+        bench.write_csv(rows, a.csv)
+    if a.plot:
+        bench.plot(rows, a.plot)
+    print(bench.format_table(rows, bw))
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        v = [int(t) for t in text.split(",") if t]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated ints, got {text!r}") \
+            from None
+    if not v or min(v) < 1:
+        raise argparse.ArgumentTypeError(f"token counts must be >= 1, got {text!r}")
+    return v
+
+
+def _choices_list(allowed):
+    def parse(text: str) -> list[str]:
+        v = [t for t in text.split(",") if t]
+        bad = [t for t in v if t not in allowed]
+        if not v or bad:
+            raise argparse.ArgumentTypeError(f"{bad or text!r}: expected comma-separated "
+                                             f"names from {sorted(allowed)}")
+        return v
+    return parse
+
+
 def _int_at_least(lo: int):
     def parse(text: str) -> int:
         try:
@@ -184,7 +194,7 @@ def _check_args(ap, a) -> None:
     """Cross-argument checks, reported by the subcommand's parser like argparse's
     own (usage, message, exit 2, no traceback)."""
     ap = ap.subparsers[a.cmd]
-    preset = PRESETS[a.preset]
+    preset = PRESETS[a.preset] if a.cmd != "bench" else None
     if a.cmd == "demo" and a.num_experts is not None:
         if not preset.top_k <= a.num_experts <= preset.num_experts:
             ap.error(f"--num-experts {a.num_experts}: preset {preset.name!r} needs "
@@ -193,6 +203,20 @@ def _check_args(ap, a) -> None:
         from pymoe import cuda
         if not cuda.is_available():
             ap.error(f"--backend cuda: no CUDA GPU: {cuda.unavailable_reason()}")
+    if a.cmd == "bench":
+        if a.num_experts is not None:
+            k = max(PRESETS[p].top_k for p in a.preset)
+            if a.num_experts < k:
+                ap.error(f"--num-experts {a.num_experts}: the presets need top_k={k} <= N")
+        if a.backend == "cuda":
+            from pymoe import cuda
+            if not cuda.is_available():
+                ap.error(f"--backend cuda: no CUDA GPU: {cuda.unavailable_reason()}")
+        if a.plot:
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                ap.error("--plot needs matplotlib: pip install 'pymoe[bench]'")
     if a.cmd == "prewarm":
         from pymoe import cuda
         if not cuda.is_available():
@@ -219,10 +243,27 @@ def main(argv=None) -> int:
         p.add_argument("--max-tokens", type=_int_at_least(1), default=64)
         p.add_argument("--block-size", type=int, choices=list(BLOCK_SIZES), default=None)
         p.add_argument("--format", choices=list(FORMATS), default="mxfp4")
+    bp = ap.subparsers["bench"] = sub.add_parser(
+        "bench", help="time the layer against the memory floor (pymoe/bench.py)")
+    bp.add_argument("--preset", type=_choices_list(PRESETS), default=["gpt-oss-120b"])
+    bp.add_argument("--tokens", type=_int_list, default=[1, 8, 64, 512])
+    bp.add_argument("--backend", choices=["auto", "ref", "cuda"], default="auto")
+    bp.add_argument("--format", choices=list(FORMATS), default="mxfp4")
+    bp.add_argument("--dtype", choices=["bfloat16", "float16"], default="bfloat16")
+    bp.add_argument("--mode", type=_choices_list(("graph", "eager")), default=["graph", "eager"])
+    bp.add_argument("--repeats", type=_int_at_least(1), default=30)
+    bp.add_argument("--rotate", type=_int_at_least(1), default=4,
+                    help="input sets cycled through (each its own graph)")
+    bp.add_argument("--num-experts", type=_int_at_least(1), default=None,
+                    help="fewer experts than the presets (a small machine)")
+    bp.add_argument("--csv", default=None)
+    bp.add_argument("--plot", default=None, help="PNG: time vs T, log axes, floor drawn")
+    bp.add_argument("--no-progress", action="store_true")
     a = ap.parse_args(argv)
     _check_args(ap, a)
     try:
-        return {"demo": cmd_demo, "plan": cmd_plan, "prewarm": cmd_prewarm}[a.cmd](a)
+        return {"demo": cmd_demo, "plan": cmd_plan, "prewarm": cmd_prewarm,
+                "bench": cmd_bench}[a.cmd](a)
     except BrokenPipeError:            # `python -m pymoe plan | head`: the reader left
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -50,6 +50,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cuda", ("pymoe.cuda",)),
     ("api", ("pymoe.moe",)),
     ("expert parallel", ("pymoe.ep",)),
+    ("bench", ("pymoe.bench",)),
     ("package", ("pymoe",)),
     ("cli", ("pymoe.__main__",)),
 ]

@@ -1,0 +1,86 @@
+"""python -m pymoe bench: rows, floor, CSV and plot (the reference on any CPU; the
+CUDA path with graphs and eager runs on a GPU)."""
+import csv
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pymoe
+from pymoe import bench
+from pymoe.presets import PRESETS
+
+
+def test_floor_bytes_count_each_selected_expert_once():
+    ew = bench.random_layer(PRESETS["tiny"], "mxfp4", num_experts=4)
+    per = ew.expert_bytes()
+    assert per == (ew.w13.nbytes + ew.w13_scales.nbytes + ew.w2.nbytes
+                   + ew.w2_scales.nbytes) // 4
+    ids = np.array([[0, 2], [2, 0], [-1, 9]])            # experts 0 and 2; -1, 9 invalid
+    assert bench.floor_bytes(ew, ids) == 2 * per
+    assert bench.layer_flops(3, 2, ew) == 2.0 * 3 * 2 * (2 * 128 * 256 + 256 * 128)
+
+
+def test_random_layer_shapes_and_formats():
+    for name in ("tiny", "gpt-oss-20b"):
+        pr = PRESETS[name]
+        for fmt in ("mxfp4", "nvfp4"):
+            ew = bench.random_layer(pr, fmt, num_experts=2)
+            assert (ew.num_experts, ew.hidden_size, ew.intermediate_size) == (
+                2, pr.hidden_size, pr.intermediate_size)
+            assert ew.activation == pr.activation and ew.format == fmt
+
+
+def test_cli_bench_on_the_reference(tmp_path):
+    out = tmp_path / "b.csv"
+    r = subprocess.run([sys.executable, "-m", "pymoe", "bench", "--backend", "ref",
+                        "--preset", "tiny", "--num-experts", "3", "--tokens", "1,9",
+                        "--repeats", "2", "--csv", str(out), "--no-progress"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "copy bandwidth" in r.stdout and "%floor" in r.stdout
+    rows = list(csv.DictReader(open(out)))
+    assert [(row["T"], row["mode"], row["regime"]) for row in rows] == [
+        ("1", "ref", "decode"), ("9", "ref", "packed")]
+    for row in rows:
+        assert float(row["us"]) > 0 and 0 < float(row["pct_floor"]) < 100
+        assert float(row["floor_us"]) > 0 and row["ok"] == "True"
+
+
+@pytest.mark.parametrize("args,match", [
+    (("--tokens", "0"), "argument --tokens: token counts must be >= 1"),
+    (("--tokens", "a,b"), "argument --tokens: expected comma-separated ints"),
+    (("--preset", "nope"), "argument --preset: \\['nope'\\]: expected comma-separated names"),
+    (("--mode", "fast"), "argument --mode: \\['fast'\\]"),
+    (("--preset", "qwen3-30b-a3b", "--num-experts", "4"),
+     "--num-experts 4: the presets need top_k=8 <= N"),
+])
+def test_cli_bench_errors(args, match):
+    import re
+    r = subprocess.run([sys.executable, "-m", "pymoe", "bench", *args], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2 and re.search(match, r.stderr), r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows, bw = bench.bench(["tiny"], [1, 5], backend="ref", repeats=1, num_experts=2,
+                           progress=False)
+    bench.plot(rows, str(tmp_path / "b.png"))
+    assert (tmp_path / "b.png").stat().st_size > 1000
+    assert "tiny" in bench.format_table(rows, bw)
+
+
+@pytest.mark.gpu
+def test_bench_on_the_gpu_graph_and_eager(tmp_path):
+    rows, bw = bench.bench(["tiny"], [1, 24], backend="cuda", repeats=4, rotate=2,
+                           progress=False)
+    assert [(r.T, r.mode) for r in rows] == [(1, "graph"), (1, "eager"), (24, "graph"),
+                                           (24, "eager")]
+    for r in rows:
+        assert r.ok and r.us > 0 and r.check_rel_l2 < 1e-2, r
+        assert np.isnan(r.host_us) == (r.mode == "graph")
+    assert bw > 1e11                                        # a device copy, not a host one
+    assert pymoe.cuda.is_available()

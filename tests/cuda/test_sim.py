@@ -35,3 +35,34 @@ def test_sim_int64_ids():
     c = Case(11, 32, 16, 4, 2, seed=4)
     p, b, ref, runs = run_case(c, device=False)
     np.testing.assert_array_equal(runs[0]["packed_route_indices"], ref["packed_route_indices"])
+
+
+def test_sim_device_expert_map_out_of_range_is_an_invalid_route():
+    """A device expert map is not validated: values past the local experts (E,
+    2^31 - 1, 2^32, 2^40 in an int64 map, -5) make their routes invalid, in the
+    CUDA twin exactly as in the reference."""
+    import numpy as np
+    import pymoe
+    from pymoe.cuda.device_weights import to_device
+    from pymoe.cuda.runner import run
+    from tests.problems import make_problem
+    p = make_problem(Case(6, 32, 16, 4, 2, ep=True, seed=7))
+    for dt, bad in ((np.int32, [4, 2 ** 31 - 1, -5]), (np.int64, [4, 2 ** 32, 2 ** 40, -5])):
+        emap = p.expert_map.astype(dt)
+        unmapped = np.flatnonzero(emap < 0)
+        emap[unmapped[:len(bad)]] = bad
+        caps = pymoe.Caps.for_weights(p.experts, max_tokens=6, top_k=2,
+                                      global_num_experts=emap.shape[0])
+        plan = pymoe.plan(caps)
+        clean = np.where((emap >= 0) & (emap < 4), emap, -1).astype(dt)
+        outs = []
+        for device in (False, True, None):          # ref, CUDA twin: bad map; ref: clean map
+            b = plan.bind(scratch=np.zeros(plan.scratch_nbytes, np.uint8),
+                          x=p.x.view(np.uint16), experts=to_device(p.experts) if device
+                          else p.experts, topk_weights=p.topk_weights, topk_ids=p.topk_ids,
+                          expert_map=clean)
+            if device is not None:                  # as an unvalidated device map would be
+                object.__setattr__(b, "expert_map", emap)
+            outs.append((run(b) if device else pymoe.run(b)).view(np.uint16).copy())
+        np.testing.assert_array_equal(outs[1], outs[0], err_msg=str(dt))
+        np.testing.assert_array_equal(outs[2], outs[0], err_msg=str(dt))

@@ -23,15 +23,17 @@ def local_expert(ids, stride, r, emap, has_map, num_ids):
     """Local expert of flat route r, or -1 (id outside [0, num_ids) or mapped to -1).
 
     int64 ids are read as int32 pairs (stride 2): valid only when the high word
-    is the sign extension of the low word.  An int64 expert map is read by its
-    low words (a value past int32 is outside [0, E) anyway)."""
+    is the sign extension of the low word; an int64 expert map likewise (a
+    value past int32 is an invalid route, not its low word)."""
     lo = int64(ids[r * stride])
     hi = int64(ids[r * stride + 1]) if stride == 2 else (lo >> 31)
     if hi != (lo >> 31) or lo < 0 or lo >= num_ids:
         return -1
     if has_map != 0:
-        m = int64(emap[lo * (has_map & 3)])
-        if m >= (has_map >> 2):          # past the local experts: an invalid route
+        w = has_map & 3                  # 1: int32 map, 2: int64 map as int32 pairs
+        m = int64(emap[lo * w])
+        mh = int64(emap[lo * w + 1]) if w == 2 else (m >> 31)
+        if mh != (m >> 31) or m >= (has_map >> 2):   # past int32 or the local experts
             return -1
         return m
     return lo

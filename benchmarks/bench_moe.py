@@ -23,22 +23,8 @@ import cupy as cp
 import numpy as np
 
 import pymoe
-from pymoe.bench import random_layer
+from pymoe.bench import device_copy_bandwidth, random_layer
 from pymoe.presets import PRESETS
-
-
-def copy_bandwidth() -> float:
-    a = cp.empty(1 << 31, cp.uint8)
-    b = cp.empty_like(a)
-    for _ in range(3):
-        b[...] = a
-    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-    e0.record()
-    for _ in range(10):
-        b[...] = a
-    e1.record()
-    e1.synchronize()
-    return 2 * a.nbytes * 10 / (cp.cuda.get_elapsed_time(e0, e1) / 1e3)
 
 
 def time_ms(fn, repeats):
@@ -104,7 +90,7 @@ def main():
     ap.add_argument("--csv", default="bench_moe.csv")
     ap.add_argument("--repeats", type=int, default=50)
     a = ap.parse_args()
-    bw = copy_bandwidth()
+    bw = device_copy_bandwidth()
     rows = []
     for preset, tokens in (("gpt-oss-20b", (1, 4, 8, 64, 512, 4096)),
                            ("qwen3-30b-a3b", (1, 8, 64, 512, 4096))):

@@ -246,7 +246,6 @@ class Binding:
     # backend state derived from this binding once (the CUDA twin keeps its
     # prepared launches here, so a repeated run only enqueues)
     cache: dict = field(default_factory=dict, repr=False)
-    scratch: Any = field(default=None, repr=False)     # the arena the views slice
 
     @property
     def caps(self) -> Caps:
@@ -379,7 +378,7 @@ class Plan:
         return Binding(plan=self, kind=kind, regime=reg, num_tokens=t, block=b, x=x,
                        experts=experts, topk_weights=topk_weights, topk_ids=topk_ids,
                        out=out, expert_map=expert_map, views=views,
-                       keys=c.launch_keys(reg, b), scratch=scratch)
+                       keys=c.launch_keys(reg, b))
 
     @staticmethod
     def _view(scratch, pt: PlanTensor, ts: geo.TensorShape):

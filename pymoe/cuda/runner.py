@@ -85,7 +85,7 @@ def run(b: Binding, *, stream=None):
     later runs of the same binding only enqueue (2 launches for decode, 4 for
     the packed regime).
 
-    Contract: the arena (``b.scratch``) serves one stream at a time.  Runs on
+    Contract: the scratch arena ``b`` was bound to serves one stream at a time.  Runs on
     one stream are ordered; running the same arena on another stream is the
     caller's to order (an event, or a sync), as for any CUDA buffer: pymoe
     does not query streams (a destroyed stream's handle cannot be asked)."""

@@ -89,3 +89,41 @@ def test_demo_cli_runs_cuda():
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "cuda" in r.stdout and "OK" in r.stdout
+
+
+@pytest.mark.parametrize("tokens", [1, 6, 40])
+def test_gpu_device_expert_map_out_of_range_is_an_invalid_route(tokens):
+    """On the device: expert-map values past the local experts (E, 2^31 - 1, and in an
+    int64 map 2^32 and 2^40, whose high word the kernel checks; -5) make their
+    routes invalid, bit for bit as a clean map with -1 there does."""
+    import cupy as cp
+    from pymoe.cuda import allocate_scratch, to_device
+    from pymoe.cuda.runner import run
+    from tests.problems import make_problem
+    p = make_problem(Case(tokens, 32, 16, 4, 2, ep=True, seed=7))
+    dev = to_device(p.experts)
+    for dt, bad in ((np.int32, [4, 2 ** 31 - 1, -5]), (np.int64, [4, 2 ** 32, 2 ** 40, -5])):
+        emap = p.expert_map.astype(dt)
+        unmapped = np.flatnonzero(emap < 0)
+        emap[unmapped[:len(bad)]] = bad
+        clean = np.where((emap >= 0) & (emap < 4), emap, -1).astype(dt)
+        caps = pymoe.Caps.for_weights(p.experts, max_tokens=tokens, top_k=2,
+                                      global_num_experts=emap.shape[0])
+        plan = pymoe.plan(caps)
+        scratch = allocate_scratch(plan)
+        outs = []
+        for m in (clean, emap):
+            b = plan.bind(scratch=scratch, x=cp.asarray(p.x.view(np.uint16)), experts=dev,
+                          topk_weights=cp.asarray(p.topk_weights),
+                          topk_ids=cp.asarray(p.topk_ids), expert_map=cp.asarray(clean))
+            object.__setattr__(b, "expert_map", cp.asarray(m))   # an unvalidated device map
+            outs.append(cp.asnumpy(run(b)).view(np.uint16).copy())
+        ref = pymoe.run(plan.bind(scratch=np.zeros(plan.scratch_nbytes, np.uint8),
+                                  x=p.x.view(np.uint16), experts=p.experts,
+                                  topk_weights=p.topk_weights, topk_ids=p.topk_ids,
+                                  expert_map=clean)).view(np.uint16)
+        np.testing.assert_array_equal(outs[1], outs[0], err_msg=str(dt))
+        from tests.cuda.diff import to_f32
+        from pymoe.testing import assert_close
+        assert_close(to_f32(outs[0], "bfloat16"), to_f32(ref, "bfloat16"), dtype="bfloat16",
+                     what=f"{dt}: clean map vs the reference")

@@ -32,9 +32,10 @@ __all__ = [
     "is_gated", "fc1_rows", "gate_rows", "scale_group", "num_scale_groups", "K_ALIGN",
     "padded_k", "GEMMS", "SWIGLUOAI_ALPHA", "SWIGLUOAI_LIMIT", "swiglu_params",
     "GEMM_THREADS", "GEMM_TILE_ROWS", "fc1_tile_n", "FC2_TILE_N", "COMBINE_TILE_N",
-    "DECODE_THREADS", "DECODE_ROWS", "DECODE_LANES", "DECODE_FC1_TILE_N",
-    "DECODE_FC2_TILE_N", "DECODE_KSTAGE", "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS",
-    "DEQUANT_THREADS",
+    "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS",
+    "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
+    "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
+    "decode_max_tokens", "decode_grid", "DECODE_CTAS_PER_SM",
 ]
 
 # Orthogonal choices, each a small string enum.
@@ -48,12 +49,17 @@ REGIMES = ("decode", "packed")
 # on the N side); 64 keeps a prefill tile's weight reuse high.
 BLOCK_SIZES = (8, 16, 32, 64)
 
-# T <= DECODE_MAX_TOKENS runs the direct decode regime: every route reads its
-# expert straight from topk_ids, no route packing.  Measured on the H200
-# (benchmarks/regime_cut.py, docs/performance.md): with the tensor-core block
-# GEMM the packed regime is faster from T = 2 (gpt-oss-20b: 0.199 vs 0.278 ms;
-# at T = 8 0.372 vs 0.997 ms); decode wins only at T = 1 (0.156 vs 0.176 ms).
-DECODE_MAX_TOKENS = 1
+# T <= decode_max_tokens(k) runs the direct decode regime: no route packing;
+# every CTA reads topk_ids itself, takes one active expert and a few 16-row weight
+# tiles of layout v2, and streams them once for all of that expert's routes.
+# The cut, from `python -m pymoe bench` on the H200 (docs/performance.md, graph
+# replays, MXFP4/bf16, us at T = 64, decode regime vs the packed regime):
+#     gpt-oss-120b 1273 vs 1910, qwen3-30b-a3b 392 vs 486, deepseek-v3 5180 vs 6310
+# (T = 65 .. the prefill path's start is not measured yet).
+DECODE_MAX_TOKENS = 64
+# An expert's route list lives in shared memory: at most DECODE_ROUTE_CAP routes
+# (T*k) per decode call, so a large top_k moves the cut down.
+DECODE_ROUTE_CAP = 1024
 
 # Arena offsets are aligned to 128 bytes: a full L2 line / 8 x 16-byte vector
 # loads, and more than the 16 bytes any kernel's vector load needs.
@@ -84,20 +90,61 @@ GEMM_THREADS = 128
 GEMM_TILE_ROWS = 64
 FC2_TILE_N = GEMM_TILE_ROWS          # fc2: output columns per CTA
 COMBINE_TILE_N = 128                 # combine: output columns (= threads) per CTA
-# Decode GEMV (decode_fc1/decode_fc2): DECODE_ROWS weight rows x DECODE_LANES
-# K-lanes per pass.  Small column tiles give many CTAs: a T=1 decode_fc2 of
-# H=2880 has H/8 = 360 CTAs for 132 SMs (90 at 32).  docs/performance.md.
-DECODE_THREADS = 128
-DECODE_ROWS, DECODE_LANES = 8, 16
-DECODE_FC1_TILE_N = 8                # intermediate columns per CTA (16 rows gated)
-DECODE_FC2_TILE_N = 8                # output columns per CTA
-DECODE_KSTAGE = 8192                 # activations staged per pass: 32 KiB of fp32
+# Decode regime on layout v2 (kernels/decode.py): a CTA of DECODE_WARPS warps
+# splits K of one 16-row tile (warp w takes k-tiles w, w+4, ...); tokens ride on
+# the mma's N side, DECODE_NTILES n-tiles of 8 routes per pass over the weights.
+DECODE_WARPS = 4
+DECODE_NTILES = 2
+DECODE_CTAS_PER_SM = 3               # resident at ~128-140 registers a thread
+# ---- Weight layout v2 (pymoe/ref/layout.py is the only code that knows the
+# order): per expert, tiles of V2_TILE_ROWS rows x V2_TILE_K values, 512 bytes,
+# one 16-byte run (V2_LANE_WORDS uint32) per lane of a warp = that lane's mma.sync
+# m16n8k16 A fragments for the tile's 4 k-steps.  Gated w13 tiles hold 8 gate rows
+# then the 8 up rows of the same intermediate columns.
+V2_TILE_ROWS = 16
+V2_TILE_K = 64
+V2_LANE_WORDS = 4
 # Route packing: one CTA; expert counters and cursors live in shared memory.
 ROUTE_PACK_THREADS = 256
 ROUTE_PACK_MAX_EXPERTS = 1024
 DEQUANT_THREADS = 128                # dequant: K values (threads) per CTA
 assert GEMM_TILE_ROWS == 16 * (GEMM_THREADS // 32), "one 16-row mma tile per warp"
-assert DECODE_ROWS * DECODE_LANES == DECODE_THREADS
+
+
+def v2_row_tiles(which: str, activation: str, hidden_size: int,
+                 intermediate_size: int) -> int:
+    """Row tiles of a projection in layout v2: gated w13 ceil(I/8) (8 gate + 8 up
+    rows each), relu2 w13 ceil(I/16), w2 ceil(H/16)."""
+    if which == "w13":
+        per = V2_TILE_ROWS // 2 if is_gated(activation) else V2_TILE_ROWS
+        return -(-intermediate_size // per)
+    return -(-hidden_size // V2_TILE_ROWS)
+
+
+def v2_k_tiles(k_dim: int) -> int:
+    return -(-k_dim // V2_TILE_K)
+
+
+def v2_scale_bytes(fmt: str) -> int:
+    """Scale bytes per v2 tile: 16 rows x 64/g groups (32 MXFP4, 64 NVFP4)."""
+    return V2_TILE_ROWS * (V2_TILE_K // scale_group(fmt))
+
+
+def decode_max_tokens(top_k: int) -> int:
+    """The largest T of the decode regime for this top_k."""
+    return max(1, min(DECODE_MAX_TOKENS, DECODE_ROUTE_CAP // max(1, top_k)))
+
+
+def decode_grid(row_tiles: int, num_routes: int, num_experts: int,
+                num_sms: int = 132) -> tuple[int, int]:
+    """(grid x, grid y) of a decode kernel: y = one CTA row per possible active
+    expert (min(R, E)); x CTAs share the row tiles evenly, one wave of
+    DECODE_CTAS_PER_SM CTAs per SM in all (each CTA pays the routing scan once
+    for several tiles)."""
+    gy = max(1, min(num_routes, num_experts))
+    want = max(1, (DECODE_CTAS_PER_SM * num_sms) // gy)
+    per = -(-row_tiles // min(row_tiles, want))
+    return -(-row_tiles // per), gy
 
 
 def fc1_tile_n(activation: str) -> int:
@@ -148,9 +195,9 @@ def num_scale_groups(fmt: str, k_dim: int) -> int:
     return -(-k_dim // g)
 
 
-def regime_for(num_tokens: int) -> str:
+def regime_for(num_tokens: int, top_k: int = 1) -> str:
     """'decode' (direct, no route packing) for small T, else 'packed'."""
-    return "decode" if num_tokens <= DECODE_MAX_TOKENS else "packed"
+    return "decode" if num_tokens <= decode_max_tokens(top_k) else "packed"
 
 
 def select_block_size(num_tokens: int, top_k: int, num_route_experts: int,
@@ -169,12 +216,14 @@ def select_block_size(num_tokens: int, top_k: int, num_route_experts: int,
 
 
 def block_size_ranges(max_tokens: int, top_k: int, num_route_experts: int,
-                      pin: int | None = None, lo: int = DECODE_MAX_TOKENS + 1
+                      pin: int | None = None, lo: int | None = None
                       ) -> list[tuple[int, int, int]]:
     """[(B, t_lo, t_hi)] covering the packed-regime T in lo..max_tokens.
 
     ceil(T*k/Eg) <= B  <=>  T <= B*Eg // k, so B's range ends there.
     """
+    if lo is None:
+        lo = decode_max_tokens(top_k) + 1
     if max_tokens < lo:
         return []
     if pin is not None:
@@ -220,7 +269,7 @@ def token_buckets(max_tokens: int, top_k: int, num_route_experts: int,
     bucket; a bucket's scratch is largest at its t_hi (capacities grow with T)."""
     out: list[tuple[str, int | None, int, int]] = []
     if max_tokens >= 1:
-        out.append(("decode", None, 1, min(max_tokens, DECODE_MAX_TOKENS)))
+        out.append(("decode", None, 1, min(max_tokens, decode_max_tokens(top_k))))
     for b, lo, hi in block_size_ranges(max_tokens, top_k, num_route_experts, pin):
         out.append(("packed", b, lo, hi))
     return out
@@ -249,6 +298,7 @@ def scratch_shapes(regime: str, num_tokens: int, top_k: int, num_experts: int,
     """Every scratch tensor the kernels of ``regime`` touch for T tokens.
 
     decode:  intermediate[R, I]           (route r = t*k + j, direct)
+             route_out[R, H] fp32         route -> weight * (W2 @ a + b2)
     packed:  expert_offsets[E+1]          exclusive prefix of padded counts
              packed_route_count[1]        == expert_offsets[E]
              packed_route_indices[S]      slot -> flat route t*k+j, sentinel R
@@ -258,7 +308,8 @@ def scratch_shapes(regime: str, num_tokens: int, top_k: int, num_experts: int,
     """
     r = num_tokens * top_k
     if regime == "decode":
-        return [TensorShape("intermediate", dtype, (r, intermediate_size))]
+        return [TensorShape("intermediate", dtype, (r, intermediate_size)),
+                TensorShape("route_out", "float32", (r, hidden_size))]
     if block is None:
         raise ValueError("packed regime needs a block size")
     s = packed_slots(r, num_experts, block)
@@ -310,18 +361,19 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                   hidden_size=hidden_size, intermediate_size=intermediate_size,
                   has_bias=has_bias, router_on_input=router_on_input,
                   swiglu_limit=swiglu_limit, swiglu_alpha=swiglu_alpha)
-    if regime == "decode":
-        return (LaunchKey("decode_fc1", tile_n=DECODE_FC1_TILE_N, **common),
-                LaunchKey("decode_fc2", tile_n=DECODE_FC2_TILE_N, **common))
-    b = int(block)
     # route_pack depends on nothing of the layer, combine on dtype and H only: their
     # keys say so, so one compiled kernel serves every layer that shares them
+    combine = LaunchKey("combine", format="", activation="", dtype=dtype,
+                        hidden_size=hidden_size, intermediate_size=0, tile_n=COMBINE_TILE_N)
+    if regime == "decode":
+        half = V2_TILE_ROWS // 2 if is_gated(activation) else V2_TILE_ROWS
+        return (LaunchKey("decode_fc1", tile_n=half, **common),
+                LaunchKey("decode_fc2", tile_n=V2_TILE_ROWS, **common), combine)
+    b = int(block)
     return (LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,
                       intermediate_size=0),
             LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation), gemm=gemm, **common),
-            LaunchKey("fc2", block=b, tile_n=FC2_TILE_N, gemm=gemm, **common),
-            LaunchKey("combine", format="", activation="", dtype=dtype,
-                      hidden_size=hidden_size, intermediate_size=0, tile_n=COMBINE_TILE_N))
+            LaunchKey("fc2", block=b, tile_n=FC2_TILE_N, gemm=gemm, **common), combine)
 
 
 def dequant_launch_key(which: str, *, format: str, activation: str, hidden_size: int,

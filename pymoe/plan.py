@@ -123,7 +123,7 @@ class Caps:
 
     def shapes_for(self, num_tokens: int) -> tuple[str, int | None, list]:
         """(regime, B, tensors) the kernels touch for T tokens."""
-        reg = geo.regime_for(num_tokens)
+        reg = geo.regime_for(num_tokens, self.top_k)
         b = self.block_size_for(num_tokens) if reg == "packed" else None
         return reg, b, geo.scratch_shapes(reg, num_tokens, self.top_k, self.num_experts,
                                           self.hidden_size, self.intermediate_size,

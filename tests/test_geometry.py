@@ -58,7 +58,12 @@ def test_slots_formula():
 def test_regime_cut():
     assert geo.regime_for(geo.DECODE_MAX_TOKENS) == "decode"
     assert geo.regime_for(geo.DECODE_MAX_TOKENS + 1) == "packed"
-    assert geo.token_buckets(3, 2, 4) == [("decode", None, 1, 1), ("packed", 8, 2, 3)]
+    assert geo.regime_for(geo.DECODE_MAX_TOKENS, top_k=4) == "decode"
+    cap = geo.DECODE_ROUTE_CAP // 64                      # top_k past the route cap
+    assert geo.decode_max_tokens(64) == cap and geo.regime_for(cap + 1, 64) == "packed"
+    t = geo.DECODE_MAX_TOKENS
+    assert geo.token_buckets(t + 3, 2, 4) == [("decode", None, 1, t),
+                                              ("packed", 64, t + 1, t + 3)]
 
 
 def test_launch_keys_hashable_and_bucketed():
@@ -84,8 +89,9 @@ def test_tiles_live_in_geometry():
         _, k1, k2, kc = geo.launch_keys("packed", 8, activation=act, **kw)
         assert (k1.tile_n, k2.tile_n, kc.tile_n) == (fc1_n, geo.FC2_TILE_N,
                                                       geo.COMBINE_TILE_N)
-        d1, d2 = geo.launch_keys("decode", None, activation=act, **kw)
-        assert (d1.tile_n, d2.tile_n) == (geo.DECODE_FC1_TILE_N, geo.DECODE_FC2_TILE_N)
+        d1, d2, dc = geo.launch_keys("decode", None, activation=act, **kw)
+        half = geo.V2_TILE_ROWS // 2 if act == "silu" else geo.V2_TILE_ROWS
+        assert (d1.tile_n, d2.tile_n, dc) == (half, geo.V2_TILE_ROWS, kc)
     assert geo.dequant_launch_key("w2", format="nvfp4", activation="silu", hidden_size=64,
                                   intermediate_size=32).tile_n == geo.DEQUANT_THREADS
     assert geo.padded_k(2880) == 2880 and geo.padded_k(40) == 64

@@ -14,7 +14,7 @@ import pymoe.ref
 pytest.importorskip("numba")
 
 KERNEL_MODULES = ["route_pack", "fc1", "fc2", "decode", "dequant"]
-REF_HELPERS = {"expert", "routes"}        # the math the reference kernels share
+REF_HELPERS = {"expert", "routes", "layout"}   # what the reference kernels share
 
 
 def _params(fn):

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("io", ("pymoe.io",)),
     ("gpu probe", ("pymoe.cuda.availability",)),
     # NumPy twins: shared math below the kernels, the package on top
-    ("ref helpers", ("pymoe.ref.dequant", "pymoe.ref.routes")),
+    ("ref helpers", ("pymoe.ref.dequant", "pymoe.ref.routes", "pymoe.ref.layout")),
     ("ref math", ("pymoe.ref.expert",)),
     ("ref kernels", ("pymoe.ref.route_pack", "pymoe.ref.fc1", "pymoe.ref.fc2",
                      "pymoe.ref.decode")),

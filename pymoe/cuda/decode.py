@@ -1,28 +1,70 @@
 """Decode (CUDA twin of pymoe/ref/decode.py): small T, no route packing; every
-route reads its expert straight from topk_ids.
+CTA reads topk_ids itself and streams one active expert's layout-v2 tiles once
+for all of that expert's routes.
 
-    decode_fc1  one launch, grid (ceil(I / key.tile_n), R)
-    decode_fc2  one launch, grid (ceil(H / key.tile_n), T)
+    decode_fc1  one launch, grid geometry.decode_grid(row tiles of w13, R, E)
+    decode_fc2  one launch, the same over w2 -> route_out (fp32, valid routes)
+(then fc2.combine sums each token's k routes in j order).
 The kernels are pymoe/cuda/kernels/decode.py.
 """
 from __future__ import annotations
 
-from ..geometry import LaunchKey
+from ..geometry import (DECODE_ROUTE_CAP, ROUTE_PACK_MAX_EXPERTS, LaunchKey, decode_grid,
+                        v2_row_tiles)
+from .kernels.intrinsics import SIM
 from .kernels.routes import route_args
 from .launch import PreparedLaunch, launch_stream, resolve
 
 __all__ = ["decode_fc1", "decode_fc2"]
 
+_SMS: dict = {}
+
+
+def _num_sms() -> int:
+    """Streaming multiprocessors of the current device (cached per device)."""
+    if SIM:
+        return 1
+    import cupy
+    dev = cupy.cuda.runtime.getDevice()
+    n = _SMS.get(dev)
+    if n is None:
+        n = _SMS[dev] = int(cupy.cuda.Device(dev).attributes["MultiProcessorCount"])
+    return n
+
+
+def _address(a) -> int:
+    if hasattr(a, "data") and hasattr(a.data, "ptr"):
+        return int(a.data.ptr)
+    return int(a.__array_interface__["data"][0])
+
+
+def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, key, stream):
+    e = experts.num_experts
+    if e > ROUTE_PACK_MAX_EXPERTS:
+        raise ValueError(f"experts: {e} local experts; the decode kernels take at most "
+                         f"{ROUTE_PACK_MAX_EXPERTS}")
+    t, k = topk_ids.shape
+    r = t * k
+    if r > DECODE_ROUTE_CAP:
+        raise ValueError(f"topk_ids: {t} x {k} = {r} routes; the decode regime takes at most "
+                         f"{DECODE_ROUTE_CAP} (geometry.decode_max_tokens)")
+    ids, stride, emap, has_map, num_ids = route_args(topk_ids, expert_map, e)
+    ntr = v2_row_tiles(which, key.activation, key.hidden_size, key.intermediate_size)
+    if which == "w13":
+        w, s, g, b = experts.w13_v2, experts.w13_v2_scales, experts.w13_global, experts.w13_bias
+    else:
+        w, s, g, b = experts.w2_v2, experts.w2_v2_scales, experts.w2_global, experts.w2_bias
+    avec = int(_address(a) % 8 == 0)
+    return resolve(key, stream).prepare(
+        decode_grid(ntr, r, e, _num_sms()),
+        (a, ids, stride, k, emap, has_map, num_ids, r, topk_weights, w, s,
+         experts.scale_lut, g, b, out, avec))
+
 
 def prepare_decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
                        key: LaunchKey, stream=None) -> PreparedLaunch:
-    ids, stride, emap, has_map, num_ids = route_args(topk_ids, expert_map, experts.num_experts)
-    t, k = topk_ids.shape
-    return resolve(key, stream).prepare(
-        (-(-experts.intermediate_size // key.tile_n), t * k),
-        (x, ids, stride, k, emap, has_map, num_ids, topk_weights, experts.w13_words,
-         experts.w13_scales, experts.scale_lut, experts.w13_global, experts.w13_bias,
-         intermediate))
+    return _prepare("w13", x, topk_ids, expert_map, experts, topk_weights, intermediate,
+                    key, stream)
 
 
 def decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
@@ -33,20 +75,15 @@ def decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
                        key=key, stream=s)(s)
 
 
-def prepare_decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out, *,
-                       key: LaunchKey, stream=None) -> PreparedLaunch:
-    ids, stride, emap, has_map, num_ids = route_args(topk_ids, expert_map, experts.num_experts)
-    t, k = topk_ids.shape
-    return resolve(key, stream).prepare(
-        (-(-experts.hidden_size // key.tile_n), t),
-        (intermediate, ids, stride, k, emap, has_map, num_ids, topk_weights,
-         experts.w2_words, experts.w2_scales, experts.scale_lut, experts.w2_global,
-         experts.w2_bias, out))
+def prepare_decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, route_out,
+                       *, key: LaunchKey, stream=None) -> PreparedLaunch:
+    return _prepare("w2", intermediate, topk_ids, expert_map, experts, topk_weights,
+                    route_out, key, stream)
 
 
-def decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out, *,
+def decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, route_out, *,
                key: LaunchKey, stream=None) -> None:
     """pymoe.ref.decode.decode_fc2 on device arrays, enqueued on ``stream``."""
     s = launch_stream(stream)
-    prepare_decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, out,
+    prepare_decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, route_out,
                        key=key, stream=s)(s)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ref.layout import pack as layout_pack
 from ..weights import ExpertWeights
 from .kernels.common import scale_lut
 from .kernels.intrinsics import SIM
@@ -30,10 +31,17 @@ class DeviceWeights(ExpertWeights):
 
     w13_words / w2_words  uint32 views of w13 / w2 (8 FP4 values per word)
     scale_lut             float32 [256]: scale byte -> its value / 4 (E8M0 or E4M3)
+    w13_v2 / w2_v2        uint32: the weights in layout v2 (pymoe/ref/layout.py),
+                          flat, read by the decode kernels
+    w13_v2_scales / w2_v2_scales  uint32 views of their v2 scale bytes
     """
     w13_words: Any
     w2_words: Any
     scale_lut: Any
+    w13_v2: Any
+    w13_v2_scales: Any
+    w2_v2: Any
+    w2_v2_scales: Any
     device_id: int
 
     def __repr__(self) -> str:
@@ -49,6 +57,23 @@ def _current_device() -> int:
         return 0
     import cupy
     return cupy.cuda.runtime.getDevice()
+
+
+# experts packed per step into layout v2 (bounds the temporaries: ~8 bytes per value)
+_PACK_EXPERTS = 8
+
+
+def _pack_v2(xp, experts: ExpertWeights, w, scales, which: str):
+    """Layout v2 of one projection, packed where the arrays are (the device, for
+    CuPy), a few experts at a time."""
+    kw = dict(fmt=experts.format, which=which, activation=experts.activation,
+              k_dim=experts.hidden_size if which == "w13" else experts.intermediate_size,
+              intermediate_size=experts.intermediate_size)
+    parts = [layout_pack(w[e:e + _PACK_EXPERTS], scales[e:e + _PACK_EXPERTS], **kw)
+             for e in range(0, w.shape[0], _PACK_EXPERTS)]
+    if len(parts) == 1:
+        return parts[0]
+    return xp.concatenate([p[0] for p in parts]), xp.concatenate([p[1] for p in parts])
 
 
 def to_device(experts: ExpertWeights) -> DeviceWeights:
@@ -74,10 +99,15 @@ def to_device(experts: ExpertWeights) -> DeviceWeights:
         arrays = {n: xp.asarray(a) for n, a in experts.arrays().items()}
     base = {f.name: getattr(experts, f.name) for f in fields(ExpertWeights)}
     base.update(arrays, device=device)
+    v2 = {}
+    for which in ("w13", "w2"):
+        words, scales = _pack_v2(xp, experts, arrays[which], arrays[which + "_scales"], which)
+        v2[which + "_v2"] = words.reshape(-1)
+        v2[which + "_v2_scales"] = scales.reshape(-1).view(xp.uint32)
     d = DeviceWeights(**base,
                       w13_words=arrays["w13"].reshape(-1).view(xp.uint32),
                       w2_words=arrays["w2"].reshape(-1).view(xp.uint32),
                       scale_lut=xp.asarray(scale_lut(experts.format)),
-                      device_id=dev)
+                      **v2, device_id=dev)
     per[dev] = d
     return d

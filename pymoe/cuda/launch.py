@@ -288,8 +288,25 @@ def is_capturing(stream) -> bool:
     return cupy.cuda.runtime.streamIsCapturing(stream.ptr) != 0
 
 
+class _TargetDevice:
+    """Stands in for the current device while a kernel compiles: Numba compiles a
+    non-inlined device function (forceinline=True: inlined by NVVM, not copied
+    into the caller's Numba IR) for ``get_current_device()``'s compute capability,
+    which needs a GPU; pymoe compiles for the target it was asked for, GPU or not."""
+
+    def __init__(self, cc):
+        self.compute_capability = tuple(cc)
+
+
 def _compile(spec: KernelSpec, cc: tuple[int, int]) -> str:
-    ptx, _ = cuda.compile_ptx(spec.pyfunc, spec.signature, cc=cc)
+    from numba.cuda import dispatcher as nd
+    with _LOCK:
+        saved = nd.get_current_device
+        nd.get_current_device = lambda: _TargetDevice(cc)
+        try:
+            ptx, _ = cuda.compile_ptx(spec.pyfunc, spec.signature, cc=cc)
+        finally:
+            nd.get_current_device = saved
     _STATS["compiled"] += 1
     return ptx
 

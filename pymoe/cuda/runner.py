@@ -58,12 +58,14 @@ def _prepare(b: Binding, out, stream) -> list:
     ew = to_device(b.experts) if SIM else b.experts
     kw = dict(stream=stream)
     if b.regime == "decode":
-        k1, k2 = b.keys
+        k1, k2, kc = b.keys
         return [
             prepare_decode_fc1(b.x, b.topk_ids, b.expert_map, ew, b.topk_weights,
                                v["intermediate"], key=k1, **kw),
             prepare_decode_fc2(v["intermediate"], b.topk_ids, b.expert_map, ew,
-                               b.topk_weights, out, key=k2, **kw)]
+                               b.topk_weights, v["route_out"], key=k2, **kw),
+            prepare_combine(v["route_out"], b.topk_ids, b.expert_map, ew.num_experts, out,
+                            key=kc, **kw)]
     kp, k1, k2, kc = b.keys
     return [
         prepare_route_pack(b.topk_ids, b.expert_map, ew.num_experts, b.block,
@@ -82,7 +84,7 @@ def run(b: Binding, *, stream=None):
     when the binding has none; never during capture).
 
     The first run of a binding resolves its keys and flattens the arguments;
-    later runs of the same binding only enqueue (2 launches for decode, 4 for
+    later runs of the same binding only enqueue (3 launches for decode, 4 for
     the packed regime).
 
     Contract: the scratch arena ``b`` was bound to serves one stream at a time.  Runs on

@@ -37,11 +37,12 @@ def run(b, *, stream=None):
 
 def _run(b, c, ew, v, x, y) -> None:
     if b.regime == "decode":
-        k1, k2 = b.keys
+        k1, k2, kc = b.keys
         decode.decode_fc1(x, b.topk_ids, b.expert_map, ew, b.topk_weights, v["intermediate"],
                           key=k1)
-        decode.decode_fc2(v["intermediate"], b.topk_ids, b.expert_map, ew, b.topk_weights, y,
-                          key=k2)
+        decode.decode_fc2(v["intermediate"], b.topk_ids, b.expert_map, ew, b.topk_weights,
+                          v["route_out"], key=k2)
+        fc2.combine(v["route_out"], b.topk_ids, b.expert_map, ew.num_experts, y, key=kc)
         return
     kp, k1, k2, kc = b.keys
     route_pack.route_pack(b.topk_ids, b.expert_map, ew.num_experts, b.block,

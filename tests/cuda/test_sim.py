@@ -1,8 +1,9 @@
 """CUDA kernels under Numba's simulator (NUMBA_ENABLE_CUDASIM=1), tiny shapes.
 
 Run with:  NUMBA_ENABLE_CUDASIM=1 python -m pytest -q -m cudasim tests/cuda
-Every kernel here uses only shared memory, atomics and __syncthreads, so the
-simulator executes all of them (route_pack, decode_fc1/2, fc1, fc2, combine).
+The packed kernels use only shared memory, atomics and __syncthreads; the decode
+kernels' tensor-core step has a plain per-lane twin there (kernels/decode.py), so
+the simulator executes all of them (route_pack, decode_fc1/2, fc1, fc2, combine).
 """
 import pytest
 
@@ -16,11 +17,12 @@ CASES = [
     Case(1, 32, 16, 4, 2, format="nvfp4", dtype="float16", activation="relu2", bias=True,
          why="decode, NVFP4, fp16, relu2, bias"),
     Case(12, 40, 24, 5, 2, invalid=(-1, 5, 99), bias=True, activation="swigluoai",
-         layout="interleaved", why="packed regime, invalid ids, gpt-oss activation"),
-    Case(10, 32, 48, 3, 3, format="nvfp4", on_input=True, why="packed, NVFP4, k=E, router on input"),
-    Case(9, 32, 16, 4, 1, ep=True, dtype="float16", why="packed, expert map"),
+         layout="interleaved", why="decode (T=12), invalid ids, gpt-oss activation"),
+    Case(10, 32, 48, 3, 3, format="nvfp4", on_input=True, why="decode (T=10), NVFP4, k=E, router on input"),
+    Case(9, 32, 16, 4, 1, ep=True, dtype="float16", why="decode (T=9), fp16, expert map"),
     Case(1, 32, 16, 4, 2, ep=True, invalid=(-1, 8, 2**31 - 1), why="decode, map + invalid"),
-    Case(3, 32, 16, 4, 2, ep=True, invalid=(-1, 8, 2**31 - 1), why="packed, map + invalid"),
+    Case(3, 32, 16, 4, 2, ep=True, invalid=(-1, 8, 2**31 - 1), why="decode, T=3, map + invalid"),
+    Case(66, 32, 16, 4, 1, invalid=(-1, 4), bias=True, why="packed regime (T past the decode cut)"),
 ]
 
 
@@ -30,11 +32,15 @@ def test_sim_matches_reference(case):
 
 
 def test_sim_int64_ids():
+    """int64 topk_ids (read as int32 pairs) in both regimes: route_pack's buffers
+    and every other buffer equal the reference's."""
     import numpy as np
-    from tests.cuda.diff import run_case
-    c = Case(11, 32, 16, 4, 2, seed=4)
-    p, b, ref, runs = run_case(c, device=False)
-    np.testing.assert_array_equal(runs[0]["packed_route_indices"], ref["packed_route_indices"])
+    from tests.cuda.diff import check_problem
+    from tests.problems import make_problem
+    for t in (5, 70):                                   # decode, packed
+        p = make_problem(Case(t, 32, 16, 4, 2, invalid=(-1, 4), seed=4))
+        p.topk_ids = p.topk_ids.astype(np.int64)
+        check_problem(p, device=False)
 
 
 def test_sim_device_expert_map_out_of_range_is_an_invalid_route():

@@ -17,14 +17,14 @@ runs it.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float32, int64
+from numba import cuda, float32
 
 from ... import formats
 from ...geometry import (GEMM_THREADS, GEMM_TILE_ROWS, LaunchKey, fc1_rows, is_gated,
                          padded_k)
 from .intrinsics import act_code, fp4_quarters, sigmoid
 
-__all__ = ["scale_lut", "Shape", "shape_of", "make_chunk_dot", "fill_tables",
+__all__ = ["scale_lut", "Shape", "shape_of", "fill_tables",
            "make_fc1_epilogue", "make_fc2_epilogue", "make_row_map", "tile_roles",
            "activation_code", "activation_arg", "SROW"]
 
@@ -75,31 +75,6 @@ def fill_tables(f4, sl, lut, threads):
         f4[tid] = fp4_quarters(tid)
     for i in range(tid, 256, threads):
         sl[i] = lut[i]
-
-
-def make_chunk_dot(key: LaunchKey, sh: Shape):
-    """dot(w, wbase, s, sbase, lut, f4, xs, xbase) -> float32: one 16-byte weight
-    chunk (32 FP4 values) against 32 fp32 activations staged in shared memory
-    at xs[xbase:] (zero past the logical K, so the padded tail adds 0)."""
-    nv = sh.nv
-
-    @cuda.jit(device=True, inline=True)
-    def dot(w, wbase, s, sbase, lut, f4, xs, xbase):
-        acc = float32(0.0)
-        for q in range(4):
-            word = int64(w[wbase + q])
-            part = float32(0.0)
-            for i in range(8):
-                part += f4[(word >> (4 * i)) & 15] * xs[xbase + q * 8 + i]
-            if nv:
-                acc += part * lut[s[sbase + (q >> 1)]]
-            else:
-                acc += part
-        if not nv:
-            acc *= lut[s[sbase]]
-        return acc
-
-    return dot
 
 
 def make_row_map(gated: bool, half: int, inter: int):

@@ -12,6 +12,12 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
     mma(a0..a3, b0, b1, c0..c3, dtype) -> (d0, d1, d2, d3)
                                mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}
     h2f(bits) / f2h(f)         fp16 bits <-> float32 (cvt, round to nearest even)
+    ld_stream4(arr, i)         16 bytes at &arr[i] (any element type) as 4 uint32:
+                               ld.global.nc.L1::no_allocate.v4 (weights, read once)
+    ld_nc2(arr, i) / ld_nc1    8 / 4 bytes at &arr[i]: ld.global.nc.v2 / .u32
+                               (activations and scales, cached)
+The caller guarantees the alignment (16 / 8 / 4 bytes) and that the data is not
+written while the kernel runs (the .nc path is not coherent with stores).
 """
 from __future__ import annotations
 
@@ -19,7 +25,8 @@ from llvmlite import ir
 from numba import types
 from numba.cuda.extending import intrinsic
 
-__all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h"]
+__all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
+           "ld_stream4", "ld_nc2", "ld_nc1"]
 
 _I32 = ir.IntType(32)
 _I16 = ir.IntType(16)
@@ -117,3 +124,39 @@ def f2h(typingctx, f):
         return builder.zext(h, _I32)
 
     return sig, codegen
+
+
+def _make_ld(n: int, opcode: str):
+    """@intrinsic ld(arr, i): n uint32 words from the address of element i of the
+    1-D array arr (pointer arithmetic in int64, no wraparound checks)."""
+    ret = types.UniTuple(types.uint32, n) if n > 1 else types.uint32
+    regs = ", ".join(f"${k}" for k in range(n))
+    text = f"{opcode} {{{regs}}}, [${n}];" if n > 1 else f"{opcode} $0, [$1];"
+    cons = ",".join(["=r"] * n + ["l"])
+
+    @intrinsic
+    def ld(typingctx, arr, idx):
+        if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+            return None
+        sig = ret(arr, idx)
+
+        def codegen(context, builder, signature, args):
+            aryty, idxty = signature.args
+            ary = context.make_array(aryty)(context, builder, value=args[0])
+            i = context.cast(builder, args[1], idxty, types.int64)
+            addr = builder.ptrtoint(builder.gep(ary.data, [i]), ir.IntType(64))
+            rty = ir.LiteralStructType([_I32] * n) if n > 1 else _I32
+            res = builder.call(ir.InlineAsm(ir.FunctionType(rty, [ir.IntType(64)]), text,
+                                            cons, side_effect=False), [addr])
+            if n == 1:
+                return res
+            return context.make_tuple(builder, ret,
+                                      [builder.extract_value(res, k) for k in range(n)])
+
+        return sig, codegen
+    return ld
+
+
+ld_stream4 = _make_ld(4, "ld.global.nc.L1::no_allocate.v4.u32")
+ld_nc2 = _make_ld(2, "ld.global.nc.v2.u32")
+ld_nc1 = _make_ld(1, "ld.global.nc.u32")

@@ -104,25 +104,27 @@ def classify(op: str, mods: str) -> str:
 
 
 def hottest_loop(ins) -> tuple[int, int] | None:
-    """(start, end) addresses of the innermost backward-branch loop with the most
-    HMMA/FFMA; None for straight-line code."""
-    best, best_key = None, (-1, 0)
+    """(start, end) addresses of the hottest backward-branch loop: the one with the
+    densest HMMA (HMMA per instruction) when any loop has HMMA, which is the
+    innermost tensor-core loop; else the one with the most FFMA, then the
+    tightest.  None for straight-line code."""
+    cands = []
     for addr, op, _mods, operands in ins:
         if op != "BRA":
             continue
         t = re.search(r"0x([0-9a-f]+)", operands)
-        if not t:
+        if not t or int(t.group(1), 16) >= addr:
             continue
         target = int(t.group(1), 16)
-        if target >= addr:
-            continue
         body = [i for i in ins if target <= i[0] <= addr]
         mma = sum(1 for i in body if i[1] == "HMMA")
         fma = sum(1 for i in body if i[1] == "FFMA")
-        key = (mma, fma, -len(body))              # tensor cores first, then FMA, tightest
-        if key > best_key:
-            best, best_key = (target, addr), key
-    return best
+        cands.append(((target, addr), mma, fma, len(body)))
+    if not cands:
+        return None
+    if any(c[1] for c in cands):
+        return max((c for c in cands if c[1]), key=lambda c: (c[1] / c[3], -c[3]))[0]
+    return max(cands, key=lambda c: (c[2], -c[3]))[0]
 
 
 def report(ptx: str) -> dict:

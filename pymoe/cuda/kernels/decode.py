@@ -182,7 +182,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     def make_gpu_loop(vec):
         bfrag = make_bfrag(vec)
         """kloop(acc, warp, lane, tbase, w, s, sl, s2, a, xo, xm, nsl) -> acc: this
-        warp's k-tiles warp, warp+4, ... of one row tile, DECODE_UNROLL at a time:
+        warp's k-tiles warp, warp+4, ... of one row tile, 4 at a time:
         all their weights, scales and first-n-tile activations are loaded before
         any is used, so each warp has 4 x 512 bytes of weights in flight."""
 

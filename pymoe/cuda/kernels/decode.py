@@ -180,11 +180,12 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
 
     # ---------------------------------------------------------------- GPU step
     def make_gpu_loop(vec):
-        bfrag = make_bfrag(vec)
         """kloop(acc, warp, lane, tbase, w, s, sl, s2, a, xo, xm, nsl) -> acc: this
-        warp's k-tiles warp, warp+4, ... of one row tile, 4 at a time:
-        all their weights, scales and first-n-tile activations are loaded before
-        any is used, so each warp has 4 x 512 bytes of weights in flight."""
+        warp's k-tiles warp, warp+4, ... of one row tile, 4 at a time (``vec``;
+        else one at a time): all their weights, scales and first-n-tile
+        activations are loaded before any is used, so each warp has 4 x 512 bytes
+        of weights in flight."""
+        bfrag = make_bfrag(vec)
 
         @device_fn
         def load_tile(c, ok, tbase, w, s, a, xo, xm, lane):

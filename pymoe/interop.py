@@ -25,6 +25,11 @@ def _is_cupy(a) -> bool:
     return type(a).__module__.startswith("cupy")
 
 
+def data_address(a) -> int:
+    """The first byte's address of a NumPy or CuPy array."""
+    return int(a.ctypes.data) if isinstance(a, np.ndarray) else int(a.data.ptr)
+
+
 def _has_cai(a) -> bool:
     try:                     # torch raises TypeError (not AttributeError) for bf16
         return hasattr(a, "__cuda_array_interface__")

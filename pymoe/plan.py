@@ -30,7 +30,7 @@ import numpy as np
 from . import env
 from . import geometry as geo
 from .dtypes import activation_dtype
-from .interop import array_kind, as_cupy
+from .interop import array_kind, as_cupy, data_address
 
 __all__ = ["Caps", "Plan", "PlanTensor", "Binding", "plan", "required_nbytes"]
 
@@ -411,7 +411,7 @@ class Plan:
 
 def _span(a) -> tuple[int, int]:
     """[start, end) bytes of a C-contiguous NumPy or CuPy array."""
-    p = a.ctypes.data if isinstance(a, np.ndarray) else a.data.ptr
+    p = data_address(a)
     return p, p + int(a.nbytes)
 
 

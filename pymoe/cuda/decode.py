@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..geometry import (DECODE_ROUTE_CAP, ROUTE_PACK_MAX_EXPERTS, LaunchKey, decode_grid,
                         v2_row_tiles)
+from ..interop import data_address
 from .kernels.intrinsics import SIM
 from .kernels.routes import route_args
 from .launch import PreparedLaunch, launch_stream, resolve
@@ -32,12 +33,6 @@ def _num_sms() -> int:
     return n
 
 
-def _address(a) -> int:
-    if hasattr(a, "data") and hasattr(a.data, "ptr"):
-        return int(a.data.ptr)
-    return int(a.__array_interface__["data"][0])
-
-
 def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, key, stream):
     e = experts.num_experts
     if e > ROUTE_PACK_MAX_EXPERTS:
@@ -54,7 +49,7 @@ def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, ke
         w, s, g, b = experts.w13_v2, experts.w13_v2_scales, experts.w13_global, experts.w13_bias
     else:
         w, s, g, b = experts.w2_v2, experts.w2_v2_scales, experts.w2_global, experts.w2_bias
-    avec = int(_address(a) % 8 == 0)
+    avec = int(data_address(a) % 8 == 0)
     return resolve(key, stream).prepare(
         decode_grid(ntr, r, e, _num_sms()),
         (a, ids, stride, k, emap, has_map, num_ids, r, topk_weights, w, s,

@@ -17,15 +17,16 @@ runs it.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, int64, uint32
 
 from ... import formats
 from ...geometry import (GEMM_THREADS, GEMM_TILE_ROWS, LaunchKey, fc1_rows, is_gated,
                          padded_k)
-from .intrinsics import act_code, fp4_quarters, sigmoid
+from .intrinsics import act_code, as_float, f32_to_bf16, fp4_quarters, sigmoid
+from .ptx import f2h, h2f
 
 __all__ = ["scale_lut", "Shape", "shape_of", "fill_tables",
-           "make_fc1_epilogue", "make_fc2_epilogue", "make_row_map", "tile_roles",
+           "make_fc1_epilogue", "make_round_pair", "make_fc2_epilogue", "make_row_map", "tile_roles",
            "activation_code", "activation_arg", "SROW"]
 
 THREADS = GEMM_THREADS
@@ -75,6 +76,25 @@ def fill_tables(f4, sl, lut, threads):
         f4[tid] = fp4_quarters(tid)
     for i in range(tid, 256, threads):
         sl[i] = lut[i]
+
+
+def make_round_pair(dtype: str):
+    """round_pair(v, mult) -> uint32: both 16-bit values of v times the fp32 mult,
+    each rounded back to ``dtype`` (the router weight on the input, as the
+    reference applies it).  GPU only (inline PTX for fp16)."""
+    bf16 = dtype == "bfloat16"
+
+    @cuda.jit(device=True, inline=True)
+    def round_pair(v, mult):
+        lo = v & uint32(0xFFFF)
+        hi = v >> uint32(16)
+        if bf16:
+            flo = as_float(int64(lo) << 16) * mult
+            fhi = as_float(int64(hi) << 16) * mult
+            return uint32(f32_to_bf16(flo)) | (uint32(f32_to_bf16(fhi)) << uint32(16))
+        return f2h(h2f(lo) * mult) | (f2h(h2f(hi) * mult) << uint32(16))
+
+    return round_pair
 
 
 def make_row_map(gated: bool, half: int, inter: int):

@@ -36,7 +36,7 @@ from ...geometry import (DECODE_NTILES, DECODE_ROUTE_CAP, DECODE_WARPS, V2_LANE_
                          v2_scale_bytes)
 from ...dtypes import round_to
 from ...ref.layout import decode_pairs
-from .common import make_fc1_epilogue, make_fc2_epilogue
+from .common import make_fc1_epilogue, make_fc2_epilogue, make_round_pair
 from .intrinsics import SIM, act_code, bf16_to_f32, f32_to_bf16, make_act_io
 from .ptx import f2h, h2f, ld_nc1, ld_nc2, ld_stream4, mma_bf16, mma_f16, mul2_bf16, \
     mul2_f16
@@ -97,9 +97,10 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     decode = make_decoder(key.dtype)
     mma = mma_bf16 if bf16 else mma_f16
     mul2 = mul2_bf16 if bf16 else mul2_f16
-    load, store, round_ = make_act_io(key.dtype)
+    load, store, _ = make_act_io(key.dtype)
     epi1 = make_fc1_epilogue(key)
     epi2 = make_fc2_epilogue(key)
+    round_pair = make_round_pair(key.dtype)
     vec_k = kdim % 4 == 0
     # NVFP4 weights carry 2^-10 (bf16) / 2^-7 (fp16) less than their value
     post = float32(1.0)
@@ -129,14 +130,6 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
             if bf16:
                 return bf16_to_f32(h)
             return h2f(h)
-
-    @device_fn
-    def scale_pair(v, mult):
-        """Both 16-bit values of v times mult, each rounded to the dtype (the router
-        weight on the input, as fc1 applies it)."""
-        lo = unpack16(v & uint32(0xFFFF)) * mult
-        hi = unpack16(v >> uint32(16)) * mult
-        return uint32(pack16(round_(lo))) | (uint32(pack16(round_(hi))) << uint32(16))
 
     def make_bfrag(vec):
         """bfrag(a, xo, xm, slot, k0): the mma B fragment (2 uint32) of pass slot
@@ -172,8 +165,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
             b0, b1 = act_pair(a, off, k0)
             if on_input:
                 m = xm[slot]
-                b0 = scale_pair(b0, m)
-                b1 = scale_pair(b1, m)
+                b0 = round_pair(b0, m)
+                b1 = round_pair(b1, m)
             return b0, b1
 
         return bfrag
@@ -221,40 +214,34 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                     mul2(d3, bias16))
 
         @device_fn
+        def ntile(a0, a1, a2, a3, x, y, b0, b1, b2, b3, sl, sa, grp):
+            """One n-tile's fragment through k-steps x (B: b0, b1) and y (b2, b3):
+            NVFP4 accumulates in place; MXFP4 into a fresh fragment added times the
+            group's fp32 scales (bytes grp of row g and 2 + grp of row g+8 in sa)."""
+            if nv:
+                a0, a1, a2, a3 = mma(x[0], x[1], x[2], x[3], b0, b1, a0, a1, a2, a3)
+                return mma(y[0], y[1], y[2], y[3], b2, b3, a0, a1, a2, a3)
+            z = float32(0.0)
+            p0, p1, p2, p3 = mma(x[0], x[1], x[2], x[3], b0, b1, z, z, z, z)
+            p0, p1, p2, p3 = mma(y[0], y[1], y[2], y[3], b2, b3, p0, p1, p2, p3)
+            fg = sl[(sa >> uint32(8 * grp)) & uint32(255)]
+            fu = sl[(sa >> uint32(16 + 8 * grp)) & uint32(255)]
+            return a0 + p0 * fg, a1 + p1 * fg, a2 + p2 * fu, a3 + p3 * fu
+
+        @device_fn
         def group(acc, wa, wb, ba0, ba1, bb0, bb1, grp, c, tl, sl, s2, a, xo, xm, two, g, t):
             """k-steps 2grp, 2grp+1 (one MXFP4 group) into acc."""
             a0, a1, a2, a3, a4, a5, a6, a7 = acc
             sa = tl[4]
             sb = tl[5]
-            x0, x1, x2, x3 = weights16(wa, 2 * grp, sa, sb, s2)
-            y0, y1, y2, y3 = weights16(wb, 2 * grp + 1, sa, sb, s2)
-            z = float32(0.0)
-            if nv:
-                a0, a1, a2, a3 = mma(x0, x1, x2, x3, ba0, ba1, a0, a1, a2, a3)
-                a0, a1, a2, a3 = mma(y0, y1, y2, y3, bb0, bb1, a0, a1, a2, a3)
-            else:
-                p0, p1, p2, p3 = mma(x0, x1, x2, x3, ba0, ba1, z, z, z, z)
-                p0, p1, p2, p3 = mma(y0, y1, y2, y3, bb0, bb1, p0, p1, p2, p3)
-                fg = sl[(sa >> uint32(8 * grp)) & uint32(255)]
-                fu = sl[(sa >> uint32(16 + 8 * grp)) & uint32(255)]
-                a0 += p0 * fg
-                a1 += p1 * fg
-                a2 += p2 * fu
-                a3 += p3 * fu
+            x = weights16(wa, 2 * grp, sa, sb, s2)
+            y = weights16(wb, 2 * grp + 1, sa, sb, s2)
+            a0, a1, a2, a3 = ntile(a0, a1, a2, a3, x, y, ba0, ba1, bb0, bb1, sl, sa, grp)
             if two:
                 k0 = c * 64 + 32 * grp + 4 * t
                 c0, c1 = bfrag(a, xo, xm, 8 + g, k0)
                 c2, c3 = bfrag(a, xo, xm, 8 + g, k0 + 16)
-                if nv:
-                    a4, a5, a6, a7 = mma(x0, x1, x2, x3, c0, c1, a4, a5, a6, a7)
-                    a4, a5, a6, a7 = mma(y0, y1, y2, y3, c2, c3, a4, a5, a6, a7)
-                else:
-                    q0, q1, q2, q3 = mma(x0, x1, x2, x3, c0, c1, z, z, z, z)
-                    q0, q1, q2, q3 = mma(y0, y1, y2, y3, c2, c3, q0, q1, q2, q3)
-                    a4 += q0 * fg
-                    a5 += q1 * fg
-                    a6 += q2 * fu
-                    a7 += q3 * fu
+                a4, a5, a6, a7 = ntile(a4, a5, a6, a7, x, y, c0, c1, c2, c3, sl, sa, grp)
             return (a0, a1, a2, a3, a4, a5, a6, a7)
 
         @device_fn

@@ -36,9 +36,9 @@ from __future__ import annotations
 from numba import cuda, float32, int64, uint32
 
 from ...geometry import LaunchKey
-from .common import THREADS, TILE_ROWS, Shape, tile_roles
-from .intrinsics import as_bits, as_float, f32_to_bf16
-from .ptx import f2h, h2f, mma_bf16, mma_f16, mul2_bf16, mul2_f16, prmt
+from .common import THREADS, TILE_ROWS, Shape, make_round_pair, tile_roles
+from .intrinsics import as_bits
+from .ptx import f2h, mma_bf16, mma_f16, mul2_bf16, mul2_f16, prmt
 
 __all__ = ["make_tile_gemm", "make_decode_word", "TABLES"]
 
@@ -90,16 +90,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     acc_n = nt * 4
     xw_n = b * 16
 
-    @cuda.jit(device=True, inline=True)
-    def round_pair(v, mult):
-        """Two 16-bit values times mult, each rounded back to the dtype."""
-        lo = v & uint32(0xFFFF)
-        hi = v >> uint32(16)
-        if bf16:
-            flo = as_float(int64(lo) << 16) * mult
-            fhi = as_float(int64(hi) << 16) * mult
-            return uint32(f32_to_bf16(flo)) | (uint32(f32_to_bf16(fhi)) << uint32(16))
-        return f2h(h2f(lo) * mult) | (f2h(h2f(hi) * mult) << uint32(16))
+    round_pair = make_round_pair(key.dtype)
 
     @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):

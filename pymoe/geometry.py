@@ -35,7 +35,7 @@ __all__ = [
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
-    "decode_max_tokens", "decode_grid", "DECODE_CTAS_PER_SM",
+    "decode_max_tokens", "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_RING",
 ]
 
 # Orthogonal choices, each a small string enum.
@@ -93,9 +93,14 @@ COMBINE_TILE_N = 128                 # combine: output columns (= threads) per C
 # Decode regime on layout v2 (kernels/decode.py): a CTA of DECODE_WARPS warps
 # splits K of one 16-row tile (warp w takes k-tiles w, w+4, ...); tokens ride on
 # the mma's N side, DECODE_NTILES n-tiles of 8 routes per pass over the weights.
+# Each warp streams its tiles through a ring of DECODE_RING stages (one tile's
+# 512 weight bytes + its scales) in shared memory, filled by cp.async, so
+# DECODE_RING - 1 tiles (3.5 KB a warp) are in flight while it computes one.
 DECODE_WARPS = 4
 DECODE_NTILES = 2
-DECODE_CTAS_PER_SM = 3               # resident at ~128-140 registers a thread
+DECODE_RING = 8
+DECODE_CTAS_PER_SM = 4               # resident at <= 128 registers a thread (fc1: 126)
+assert DECODE_RING & (DECODE_RING - 1) == 0 and DECODE_RING >= 2
 # ---- Weight layout v2 (pymoe/ref/layout.py is the only code that knows the
 # order): per expert, tiles of V2_TILE_ROWS rows x V2_TILE_K values, 512 bytes,
 # one 16-byte run (V2_LANE_WORDS uint32) per lane of a warp = that lane's mma.sync

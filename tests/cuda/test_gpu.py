@@ -130,22 +130,20 @@ def test_gpu_device_expert_map_out_of_range_is_an_invalid_route(tokens):
 
 
 @pytest.mark.parametrize("case", [
-    Case(3, 42, 30, 5, 2, why="K % 4 != 0 in both projections: the 16-bit activation loads"),
-    Case(9, 250, 26, 6, 3, format="nvfp4", dtype="float16", activation="relu2", bias=True),
-    Case(17, 66, 70, 4, 2, on_input=True, activation="swigluoai", layout="interleaved"),
+    Case(4, 256, 144, 8, 2, seed=3),
+    Case(9, 272, 80, 6, 3, format="nvfp4", dtype="float16", activation="relu2", bias=True,
+         why="K % 64 != 0 in both projections: the guarded last k-tile"),
+    Case(40, 136, 200, 2, 2, on_input=True, activation="swigluoai", layout="interleaved",
+         why="~40 routes an expert: 3 passes, two n-tiles, K tails"),
 ], ids=str)
-def test_decode_scalar_activation_path(case):
-    """The decode kernels' second k loop (one tile at a time, 16-bit activation
-    loads with K tails) runs when K % 4 != 0."""
+def test_decode_misaligned_activations(case):
+    """x not 8-byte aligned (a view one element into a larger buffer): the decode
+    kernels take the 16-bit load path, and the result is the aligned run's bits
+    (which check_case holds to the reference)."""
+    import cupy as cp
     assert pymoe.geometry.regime_for(case.T, case.k) == "decode"
     check_case(case, device=True)
-
-
-def test_decode_misaligned_activations():
-    """x not 8-byte aligned (a view one element into a larger buffer): the decode
-    kernels take the 16-bit load path, and the result is the aligned run's bits."""
-    import cupy as cp
-    p, b, ref, runs = run_case(Case(4, 256, 144, 8, 2, seed=3), device=True)
+    p, b, ref, runs = run_case(case, device=True)
     ew = pymoe.cuda.to_device(p.experts)
     xb = cp.asarray(b.x)
     big = cp.empty(xb.size + 1, xb.dtype)
@@ -153,6 +151,6 @@ def test_decode_misaligned_activations():
     x[...] = xb
     assert x.data.ptr % 8 != 0
     y = pymoe.fused_moe(x, ew, cp.asarray(b.topk_weights), cp.asarray(b.topk_ids),
-                        backend="cuda")
+                        backend="cuda", apply_router_weight_on_input=case.on_input)
     np.testing.assert_array_equal(y.get().view(np.uint16),
                                   np.asarray(runs[0]["y"]).view(np.uint16))

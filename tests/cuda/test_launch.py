@@ -152,9 +152,13 @@ def test_every_reachable_kernel_compiles_to_ptx(preset, max_tokens, fmt, monkeyp
         assert ".local" not in ptx, f"{key.kernel}: local memory (spills / local arrays)"
         assemble(ptx)                 # the local ptxas, when there is one, accepts it
         if key.kernel in ("decode_fc1", "decode_fc2"):
-            # codegen hygiene of the layout-v2 stream: 16-byte .nc weight loads that
-            # skip L1, 8-byte .nc activation loads, tensor cores, no local memory
-            assert "ld.global.nc.L1::no_allocate.v4.u32" in ptx, key.kernel
+            # codegen hygiene of the layout-v2 stream: weights through the cp.async
+            # ring (16-byte copies that skip L1, DECODE_RING - 1 groups in flight,
+            # read back as 16-byte shared loads), 8-byte .nc activation loads,
+            # tensor cores, no local memory
+            assert "cp.async.cg.shared.global" in ptx, key.kernel
+            assert f"cp.async.wait_group {geo.DECODE_RING - 1};" in ptx, key.kernel
+            assert "ld.shared.v4.u32" in ptx, key.kernel
             assert "ld.global.nc.v2.u32" in ptx, key.kernel
             assert "mma.sync.aligned.m16n8k16" in ptx and "bar.sync" in ptx, key.kernel
         if key.kernel in ("fc1", "fc2"):          # tensor cores (PYMOE_GEMM=mma, the default)

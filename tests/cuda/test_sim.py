@@ -23,6 +23,8 @@ CASES = [
     Case(1, 32, 16, 4, 2, ep=True, invalid=(-1, 8, 2**31 - 1), why="decode, map + invalid"),
     Case(3, 32, 16, 4, 2, ep=True, invalid=(-1, 8, 2**31 - 1), why="decode, T=3, map + invalid"),
     Case(66, 32, 16, 4, 1, invalid=(-1, 4), bias=True, why="packed regime (T past the decode cut)"),
+    Case(20, 328, 40, 2, 2, why="decode ring: 6 k-tiles (warps take 2 or 1, the last guarded), "
+         "~20 routes an expert (2 passes, two n-tiles), several row tiles a CTA"),
 ]
 
 

@@ -15,31 +15,37 @@ A CTA is DECODE_WARPS warps on ONE 16-row tile: warp w takes k-tiles w, w+4, ...
 (split K; each step the CTA reads 2 KB of contiguous weights) and the partial
 mma fragments meet in shared memory in a fixed order (deterministic).  The
 routes of e ride on the mma's N side, DECODE_NTILES x 8 per pass over the tile.
-Per k-tile a lane loads its 16 bytes of weights (one LDG.128, .nc, no L1
-allocation), its scales (4 or 8 bytes) and its activations (8 bytes per route
-and k-step, .nc, cached); the FP4 -> 16-bit decode is shifts and masks
-(pymoe/ref/layout.py) and one packed multiply per pair:
+Each warp's k-tiles of all its row tiles and passes form one stream: a lane
+copies its 16 bytes of weights and its 4 / 8 scale bytes per k-tile into its own
+slots of a DECODE_RING-deep shared-memory ring with cp.async (one group per
+k-tile, DECODE_RING - 1 k-tiles ahead, across row tiles and passes), waits for
+the oldest group and reads the slot back (it reads only what it copied, so no
+barrier); activations (8 bytes per route and k-step) are .nc loads, cached.
+The FP4 -> 16-bit decode is shifts and masks (pymoe/ref/layout.py) and one
+packed multiply per pair:
   MXFP4: x 2^126 (bf16) / 2^14 (fp16), exact; each 32-group's two k-steps
          accumulate into a fresh fragment that is added times the fp32 scale.
   NVFP4: x (E4M3 scale x 2^116) (bf16) / x (E4M3 x 2^7) (fp16), exact; the
          missing 2^10 / 2^7 goes into the fp32 global scale in the epilogue.
-Under Numba's simulator (no inline PTX) each lane computes its own fragment
-entries from the same words with the same decoder, in plain code.
+Under Numba's simulator (no inline PTX) the ring runs as is on plain-Python
+copies (ptx.py), every slot read is checked against the tile it should hold,
+and each lane computes its own fragment entries from the same words with the
+same decoder, in plain code.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import cuda, float32, int32, int64, uint32
 
-from ...geometry import (DECODE_NTILES, DECODE_ROUTE_CAP, DECODE_WARPS, V2_LANE_WORDS,
-                         V2_TILE_ROWS, LaunchKey, is_gated, v2_k_tiles, v2_row_tiles,
-                         v2_scale_bytes)
+from ...geometry import (DECODE_NTILES, DECODE_RING, DECODE_ROUTE_CAP, DECODE_WARPS,
+                         V2_LANE_WORDS, V2_TILE_K, V2_TILE_ROWS, LaunchKey, is_gated,
+                         v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from ...dtypes import round_to
 from ...ref.layout import decode_pairs
 from .common import make_fc1_epilogue, make_fc2_epilogue, make_round_pair
 from .intrinsics import SIM, act_code, bf16_to_f32, f32_to_bf16, make_act_io
-from .ptx import f2h, h2f, ld_nc1, ld_nc2, ld_stream4, mma_bf16, mma_f16, mul2_bf16, \
-    mul2_f16
+from .ptx import (cp_async4, cp_async8, cp_async16, cp_commit, f2h, h2f, ld_nc2, lds1, lds2,
+                  lds4, make_cp_wait, mma_bf16, mma_f16, mul2_bf16, mul2_f16, smem_u32)
 from .routes import local_expert
 from .spec import KernelSpec
 
@@ -101,7 +107,6 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     epi1 = make_fc1_epilogue(key)
     epi2 = make_fc2_epilogue(key)
     round_pair = make_round_pair(key.dtype)
-    vec_k = kdim % 4 == 0
     # NVFP4 weights carry 2^-10 (bf16) / 2^-7 (fp16) less than their value
     post = float32(1.0)
     if nv:
@@ -131,158 +136,174 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 return bf16_to_f32(h)
             return h2f(h)
 
-    def make_bfrag(vec):
-        """bfrag(a, xo, xm, slot, k0): the mma B fragment (2 uint32) of pass slot
-        ``slot`` at k0, zeros for an empty slot; ``vec``: one 8-byte load per
-        fragment (K % 4 == 0 and an 8-byte aligned activation base), else four
-        16-bit loads."""
+    def make_bfrag(vec, guard):
+        """bfrag(a, xa, m, dk) -> (b0, b1): the mma B fragment 4 values at a[xa + dk]
+        of one route's activation row (router weight m when on_input); ``vec``:
+        one 8-byte load (an 8-byte aligned activation base), else four 16-bit
+        loads; ``guard``: zeros past K (the last k-tile when K % 64 != 0; xa is
+        then relative to k0 = 64 (KT-1) + 4t, see step).  K % 8 == 0 (formats.py),
+        so a lane's 4 values are all inside K or all outside."""
         @device_fn
-        def act_pair(a, off, k0):
-            if k0 >= kdim:
-                return uint32(0), uint32(0)
-            if vec:
-                return ld_nc2(a, off + k0)
-            v0 = uint32(0)
-            v1 = uint32(0)
-            for q in range(4):
-                if k0 + q < kdim:
-                    h = uint32(pack16(load(a, off + k0 + q)))
-                    if q == 0:
-                        v0 |= h
-                    elif q == 1:
-                        v0 |= h << uint32(16)
-                    elif q == 2:
-                        v1 |= h
-                    else:
-                        v1 |= h << uint32(16)
-            return v0, v1
-
-        @device_fn
-        def bfrag(a, xo, xm, slot, k0):
-            off = xo[slot]
-            if off < 0:
-                return uint32(0), uint32(0)
-            b0, b1 = act_pair(a, off, k0)
-            if on_input:
-                m = xm[slot]
-                b0 = round_pair(b0, m)
-                b1 = round_pair(b1, m)
+        def bfrag(a, xa, m, dk, kk):
+            b0 = uint32(0)
+            b1 = uint32(0)
+            if not guard or kk + dk < kdim:
+                if vec:
+                    b0, b1 = ld_nc2(a, xa + dk)
+                else:
+                    b0 = (uint32(pack16(load(a, xa + dk)))
+                          | (uint32(pack16(load(a, xa + dk + 1))) << uint32(16)))
+                    b1 = (uint32(pack16(load(a, xa + dk + 2)))
+                          | (uint32(pack16(load(a, xa + dk + 3))) << uint32(16)))
+                if on_input:
+                    b0 = round_pair(b0, m)
+                    b1 = round_pair(b1, m)
             return b0, b1
 
         return bfrag
 
     # ---------------------------------------------------------------- GPU step
-    def make_gpu_loop(vec):
-        """kloop(acc, warp, lane, tbase, w, s, sl, s2, a, xo, xm, nsl) -> acc: this
-        warp's k-tiles warp, warp+4, ... of one row tile, 4 at a time (``vec``;
-        else one at a time): all their weights, scales and first-n-tile
-        activations are loaded before any is used, so each warp has 4 x 512 bytes
-        of weights in flight."""
-        bfrag = make_bfrag(vec)
+    @device_fn
+    def weights16(ww, st, sa, sb, s2):
+        """The A fragment of k-step st: 4 pairs in the dtype (see module doc)."""
+        d0, d1, d2, d3 = decode(ww)
+        if nv:
+            cg = s2[(sa >> uint32(8 * st)) & uint32(255)]
+            cu = s2[(sb >> uint32(8 * st)) & uint32(255)]
+            return mul2(d0, cg), mul2(d1, cu), mul2(d2, cg), mul2(d3, cu)
+        return (mul2(d0, bias16), mul2(d1, bias16), mul2(d2, bias16),
+                mul2(d3, bias16))
+
+    @device_fn
+    def ntile(a0, a1, a2, a3, x, y, b0, b1, b2, b3, sl, sa, grp):
+        """One n-tile's fragment through k-steps x (B: b0, b1) and y (b2, b3):
+        NVFP4 accumulates in place; MXFP4 into a fresh fragment added times the
+        group's fp32 scales (bytes grp of row g and 2 + grp of row g+8 in sa)."""
+        if nv:
+            a0, a1, a2, a3 = mma(x[0], x[1], x[2], x[3], b0, b1, a0, a1, a2, a3)
+            return mma(y[0], y[1], y[2], y[3], b2, b3, a0, a1, a2, a3)
+        z = float32(0.0)
+        p0, p1, p2, p3 = mma(x[0], x[1], x[2], x[3], b0, b1, z, z, z, z)
+        p0, p1, p2, p3 = mma(y[0], y[1], y[2], y[3], b2, b3, p0, p1, p2, p3)
+        fg = sl[(sa >> uint32(8 * grp)) & uint32(255)]
+        fu = sl[(sa >> uint32(16 + 8 * grp)) & uint32(255)]
+        return a0 + p0 * fg, a1 + p1 * fg, a2 + p2 * fu, a3 + p3 * fu
+
+    def make_step(vec, guard, two):
+        """step(acc, wsl, ssl, xa0, xa1, m0, m1, sl, s2, a, kk, ...) -> acc: one
+        k-tile from its ring slot (weights at shared address wsl, scales at ssl);
+        n-tile 0 is the route whose activations for this lane sit at
+        a[xa0 + 16 s + j] (k-step s, router weight m0), n-tile 1 (``two``) the one
+        at a[xa1 ...]; kk: the lane's first k (guarded step only).  The trailing
+        arguments serve the simulator's step (step_sim)."""
+        bfrag = make_bfrag(vec, guard)
 
         @device_fn
-        def load_tile(c, ok, tbase, w, s, a, xo, xm, lane):
-            g = lane // 4
-            t = lane % 4
-            z = uint32(0)
-            w0 = w1 = w2 = w3 = sa = sb = z
-            b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = z
-            if ok:
-                wi = (tbase + c) * (32 * V2_LANE_WORDS) + lane * V2_LANE_WORDS
-                w0, w1, w2, w3 = ld_stream4(w, wi)
-                si = (tbase + c) * swords + g * (swords // 8)
-                if nv:
-                    sa, sb = ld_nc2(s, si)          # row g k-steps 0..3, row g+8
-                else:
-                    sa = ld_nc1(s, si)              # row g groups 0, 1, row g+8
-                k0 = c * 64 + 4 * t
-                b0, b1 = bfrag(a, xo, xm, g, k0)
-                b2, b3 = bfrag(a, xo, xm, g, k0 + 16)
-                b4, b5 = bfrag(a, xo, xm, g, k0 + 32)
-                b6, b7 = bfrag(a, xo, xm, g, k0 + 48)
-            return (w0, w1, w2, w3, sa, sb, b0, b1, b2, b3, b4, b5, b6, b7)
-
-        @device_fn
-        def weights16(ww, st, sa, sb, s2):
-            """The A fragment of k-step st: 4 pairs in the dtype (see module doc)."""
-            d0, d1, d2, d3 = decode(ww)
-            if nv:
-                cg = s2[(sa >> uint32(8 * st)) & uint32(255)]
-                cu = s2[(sb >> uint32(8 * st)) & uint32(255)]
-                return mul2(d0, cg), mul2(d1, cu), mul2(d2, cg), mul2(d3, cu)
-            return (mul2(d0, bias16), mul2(d1, bias16), mul2(d2, bias16),
-                    mul2(d3, bias16))
-
-        @device_fn
-        def ntile(a0, a1, a2, a3, x, y, b0, b1, b2, b3, sl, sa, grp):
-            """One n-tile's fragment through k-steps x (B: b0, b1) and y (b2, b3):
-            NVFP4 accumulates in place; MXFP4 into a fresh fragment added times the
-            group's fp32 scales (bytes grp of row g and 2 + grp of row g+8 in sa)."""
-            if nv:
-                a0, a1, a2, a3 = mma(x[0], x[1], x[2], x[3], b0, b1, a0, a1, a2, a3)
-                return mma(y[0], y[1], y[2], y[3], b2, b3, a0, a1, a2, a3)
-            z = float32(0.0)
-            p0, p1, p2, p3 = mma(x[0], x[1], x[2], x[3], b0, b1, z, z, z, z)
-            p0, p1, p2, p3 = mma(y[0], y[1], y[2], y[3], b2, b3, p0, p1, p2, p3)
-            fg = sl[(sa >> uint32(8 * grp)) & uint32(255)]
-            fu = sl[(sa >> uint32(16 + 8 * grp)) & uint32(255)]
-            return a0 + p0 * fg, a1 + p1 * fg, a2 + p2 * fu, a3 + p3 * fu
-
-        @device_fn
-        def group(acc, wa, wb, ba0, ba1, bb0, bb1, grp, c, tl, sl, s2, a, xo, xm, two, g, t):
+        def group(acc, wa, wb, sa, sb, grp, sl, s2, a, xa0, xa1, m0, m1, kk):
             """k-steps 2grp, 2grp+1 (one MXFP4 group) into acc."""
             a0, a1, a2, a3, a4, a5, a6, a7 = acc
-            sa = tl[4]
-            sb = tl[5]
+            b0, b1 = bfrag(a, xa0, m0, 32 * grp, kk)
+            b2, b3 = bfrag(a, xa0, m0, 32 * grp + 16, kk)
             x = weights16(wa, 2 * grp, sa, sb, s2)
             y = weights16(wb, 2 * grp + 1, sa, sb, s2)
-            a0, a1, a2, a3 = ntile(a0, a1, a2, a3, x, y, ba0, ba1, bb0, bb1, sl, sa, grp)
+            a0, a1, a2, a3 = ntile(a0, a1, a2, a3, x, y, b0, b1, b2, b3, sl, sa, grp)
             if two:
-                k0 = c * 64 + 32 * grp + 4 * t
-                c0, c1 = bfrag(a, xo, xm, 8 + g, k0)
-                c2, c3 = bfrag(a, xo, xm, 8 + g, k0 + 16)
+                c0, c1 = bfrag(a, xa1, m1, 32 * grp, kk)
+                c2, c3 = bfrag(a, xa1, m1, 32 * grp + 16, kk)
                 a4, a5, a6, a7 = ntile(a4, a5, a6, a7, x, y, c0, c1, c2, c3, sl, sa, grp)
             return (a0, a1, a2, a3, a4, a5, a6, a7)
 
         @device_fn
-        def compute(acc, tl, c, sl, s2, a, xo, xm, two, lane):
-            g = lane // 4
-            t = lane % 4
-            acc = group(acc, tl[0], tl[1], tl[6], tl[7], tl[8], tl[9], 0, c, tl, sl, s2, a,
-                        xo, xm, two, g, t)
-            return group(acc, tl[2], tl[3], tl[10], tl[11], tl[12], tl[13], 1, c, tl, sl, s2,
-                         a, xo, xm, two, g, t)
+        def step(acc, wsl, ssl, xa0, xa1, m0, m1, sl, s2, a, kk, tile, lane, sim):
+            w0, w1, w2, w3 = lds4(wsl)
+            sb = uint32(0)
+            if nv:
+                sa, sb = lds2(ssl)
+            else:
+                sa = lds1(ssl)
+            acc = group(acc, w0, w1, sa, sb, 0, sl, s2, a, xa0, xa1, m0, m1, kk)
+            return group(acc, w2, w3, sa, sb, 1, sl, s2, a, xa0, xa1, m0, m1, kk)
 
+        return step
+
+    tail = kdim % V2_TILE_K != 0                 # the last k-tile is partial
+    sw = swords // 8                             # scale words a lane reads per tile
+    wslot_b = 32 * 16                            # ring slot: 512 weight bytes
+    sslot_b = 32 * 4 * sw                        # and 32 lanes' scale words
+    ring_w = DECODE_WARPS * DECODE_RING * 32 * V2_LANE_WORDS + 4    # + alignment slack
+    ring_s = DECODE_WARPS * DECODE_RING * 32 * sw + 2
+    wstep = DECODE_WARPS * 32 * V2_LANE_WORDS    # words from a warp's tile to its next
+    sstep = DECODE_WARPS * swords
+    cp_wait = make_cp_wait(DECODE_RING - 1)      # produce() runs just before a step
+
+    # The producer walks this warp's stream: rows row tiles (bx, bx + gx, ...), each
+    # npass passes, each nk k-tiles (warp, warp + 4, ...).  State (pw, ps, rem,
+    # left, rows), all uint32 (every result is cast back, so the code stays
+    # 32-bit): the word offsets of the lane's next weights and scales inside the
+    # expert's (we, se), the items left in this pass, the passes left for this
+    # row tile, the row tiles left (0: done; it then commits empty groups, which
+    # keeps the group count uniform).  jp: the words (weights, scales) one pass
+    # advances, taken back at its end; jr: the words from a row tile to the next.
+    @device_fn
+    def produce(st, slot, wr, sr, we, se, nk, npass, jp, jr):
+        pw, ps, rem, left, rows = st
+        if rows != uint32(0):
+            cp_async16(wr + uint32(slot * wslot_b), we, pw)
+            if nv:
+                cp_async8(sr + uint32(slot * sslot_b), se, ps)
+            else:
+                cp_async4(sr + uint32(slot * sslot_b), se, ps)
+            pw = uint32(pw + uint32(wstep))
+            ps = uint32(ps + uint32(sstep))
+            rem = uint32(rem - uint32(1))
+            if rem == uint32(0):
+                rem = nk
+                pw = uint32(pw - jp[0])           # back to the row tile's first item
+                ps = uint32(ps - jp[1])
+                if left > uint32(1):              # the same tiles again, next pass
+                    left = uint32(left - uint32(1))
+                else:                             # the next row tile
+                    left = npass
+                    rows = uint32(rows - uint32(1))
+                    pw = uint32(pw + jr[0])
+                    ps = uint32(ps + jr[1])
+        cp_commit()
+        return pw, ps, rem, left, rows
+
+    def make_segment(step, step_t):
+        """segment(...) -> (acc, nit, st): this warp's k-tiles of one pass through
+        the ring: nk unguarded steps, then the guarded last k-tile when ``last``;
+        nit counts the items consumed (slot nit % DECODE_RING), tile is the
+        first k-tile's index in w (for the simulator's check)."""
         @device_fn
-        def kloop1(acc, warp, lane, tbase, w, s, sl, s2, a, xo, xm, nsl):
-            two = nsl > 8
-            for c in range(warp, kt_n, DECODE_WARPS):
-                t0 = load_tile(c, True, tbase, w, s, a, xo, xm, lane)
-                acc = compute(acc, t0, c, sl, s2, a, xo, xm, two, lane)
-            return acc
+        def segment(acc, nk, last, nit, st, wr, sr, we, se, sl, s2, a, xa0, xa1, m0, m1, t,
+                    nkw, npass, jp, jr, tile, lane, sim):
+            j = uint32(0)
+            while j < nk:
+                st = produce(st, uint32(nit + uint32(DECODE_RING - 1)) & uint32(DECODE_RING - 1),
+                             wr, sr, we, se, nkw, npass, jp, jr)
+                cp_wait()
+                slot = nit & uint32(DECODE_RING - 1)
+                acc = step(acc, wr + uint32(slot * uint32(wslot_b)),
+                           sr + uint32(slot * uint32(sslot_b)), xa0, xa1, m0, m1, sl, s2, a, 0,
+                           tile, lane, sim)
+                xa0 += DECODE_WARPS * V2_TILE_K
+                xa1 += DECODE_WARPS * V2_TILE_K
+                tile += DECODE_WARPS
+                nit = uint32(nit + uint32(1))
+                j = uint32(j + uint32(1))
+            if tail and last:
+                st = produce(st, uint32(nit + uint32(DECODE_RING - 1)) & uint32(DECODE_RING - 1),
+                             wr, sr, we, se, nkw, npass, jp, jr)
+                cp_wait()
+                slot = nit & uint32(DECODE_RING - 1)
+                acc = step_t(acc, wr + uint32(slot * uint32(wslot_b)),
+                             sr + uint32(slot * uint32(sslot_b)), xa0, xa1, m0, m1, sl, s2, a,
+                             (kt_n - 1) * V2_TILE_K + 4 * t, tile, lane, sim)
+                nit = uint32(nit + uint32(1))
+            return acc, nit, st
 
-        @device_fn
-        def kloop(acc, warp, lane, tbase, w, s, sl, s2, a, xo, xm, nsl):
-            two = nsl > 8
-            step = DECODE_WARPS
-            for c0 in range(warp, kt_n, 4 * step):
-                c1 = c0 + step
-                c2 = c1 + step
-                c3 = c2 + step
-                t0 = load_tile(c0, True, tbase, w, s, a, xo, xm, lane)
-                t1 = load_tile(c1, c1 < kt_n, tbase, w, s, a, xo, xm, lane)
-                t2 = load_tile(c2, c2 < kt_n, tbase, w, s, a, xo, xm, lane)
-                t3 = load_tile(c3, c3 < kt_n, tbase, w, s, a, xo, xm, lane)
-                acc = compute(acc, t0, c0, sl, s2, a, xo, xm, two, lane)
-                if c1 < kt_n:
-                    acc = compute(acc, t1, c1, sl, s2, a, xo, xm, two, lane)
-                if c2 < kt_n:
-                    acc = compute(acc, t2, c2, sl, s2, a, xo, xm, two, lane)
-                if c3 < kt_n:
-                    acc = compute(acc, t3, c3, sl, s2, a, xo, xm, two, lane)
-            return acc
-
-        return kloop if vec else kloop1
+        return segment
 
     # ---------------------------------------------------------- simulator step
     # Plain Python (no device-function calls: each costs the simulator ~1 ms):
@@ -347,16 +368,27 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                     out[4 * j + 2 * hh + u] = np.float32(out[4 * j + 2 * hh + u] + tot)
         return tuple(np.float32(v) for v in out)
 
+    def step_sim(acc, wsl, ssl, xa0, xa1, m0, m1, sl, s2, a, kk, tile, lane, sim):
+        """The simulator's step: the ring slot must hold this lane's words of k-tile
+        ``tile`` (checked against global memory), then the plain per-lane math."""
+        w, s, tbase, xo, xm, nsl = sim
+        ww = lds4(wsl)
+        want = tuple(int(w[tile * (32 * V2_LANE_WORDS) + lane * V2_LANE_WORDS + q])
+                     for q in range(4))
+        assert tuple(int(v) for v in ww) == want, "decode ring: a slot holds the wrong weights"
+        sc = (lds2(ssl) if nv else (lds1(ssl),))
+        si = tile * swords + (lane // 4) * sw
+        assert tuple(int(v) for v in sc) == tuple(int(s[si + q]) for q in range(sw)), \
+            "decode ring: a slot holds the wrong scales"
+        return ktile_sim(acc, tile - tbase, tbase, w, s, sl, s2, a, xo, xm, nsl, lane)
+
     if SIM:
-        @device_fn
-        def kloop_v(acc, warp, lane, tbase, w, s, sl, s2, a, xo, xm, nsl):
-            for c in range(warp, kt_n, DECODE_WARPS):
-                acc = ktile_sim(acc, c, tbase, w, s, sl, s2, a, xo, xm, nsl, lane)
-            return acc
-        kloop_s = kloop_v
+        seg_v1 = seg_v2 = seg_s1 = seg_s2 = make_segment(step_sim, step_sim)
     else:
-        kloop_v = make_gpu_loop(vec_k)           # 8-byte activation loads (K % 4 == 0)
-        kloop_s = make_gpu_loop(False)           # a misaligned activation base
+        seg_v1 = make_segment(make_step(True, False, False), make_step(True, True, False))
+        seg_v2 = make_segment(make_step(True, False, True), make_step(True, True, True))
+        seg_s1 = make_segment(make_step(False, False, False), make_step(False, True, False))
+        seg_s2 = make_segment(make_step(False, False, True), make_step(False, True, True))
 
     def kernel(a, ids, stride, top_k, emap, has_map, num_ids, n_routes, tw, w, s, lut, gsc,
                bias, out, avec):
@@ -374,6 +406,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         red = cuda.shared.array(red_n, float32)
         sl = cuda.shared.array(256, float32)
         s2 = cuda.shared.array(256, uint32)
+        rw = cuda.shared.array(ring_w, uint32)          # aligned up to 16 B below
+        rs = cuda.shared.array(ring_s, uint32)
         if tid < 32:
             bm[tid] = 0
         if tid == 0:
@@ -424,28 +458,71 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 rl[pos] = r
         cuda.syncthreads()
         ne = info[1]
-        for i in range(cuda.blockIdx.x, ntr, cuda.gridDim.x):
+        # this warp's stream: row tiles bx, bx + gx, ... (nrt), passes of SLOTS
+        # routes (npass), k-tiles warp, warp + 4, ... (nk, the last one guarded
+        # when K % 64 != 0); produce() runs DECODE_RING - 1 items ahead
+        bx = cuda.blockIdx.x
+        gx = cuda.gridDim.x
+        nrt = (ntr - bx + gx - 1) // gx
+        npass = (ne + SLOTS - 1) // SLOTS
+        nk = (kt_n - warp + DECODE_WARPS - 1) // DECODE_WARPS if warp < kt_n else 0
+        last = tail and nk > 0 and warp == (kt_n - 1) % DECODE_WARPS
+        nk_main = nk - 1 if last else nk
+        hop = gx * kt_n                                    # tiles from row tile to next
+        tw0 = bx * kt_n + warp                             # first tile, inside expert e
+        g = lane // 4
+        t = lane % 4
+        st = (uint32(tw0 * (32 * V2_LANE_WORDS) + lane * V2_LANE_WORDS),
+              uint32(tw0 * swords + g * sw), uint32(nk), uint32(npass),
+              uint32(nrt if nk > 0 else 0))
+        jp = (uint32(nk * wstep), uint32(nk * sstep))
+        jr = (uint32(hop * (32 * V2_LANE_WORDS)), uint32(hop * swords))
+        we = w[int64(e) * (ntr * kt_n * 32 * V2_LANE_WORDS):]
+        se = s[int64(e) * (ntr * kt_n * swords):]
+        lr = uint32((warp * DECODE_RING * 32 + lane) * 4)         # bytes / 4
+        wr = ((smem_u32(rw) + uint32(15)) & uint32(0xFFFFFFF0)) + lr * uint32(4)
+        sr = ((smem_u32(rs) + uint32(7)) & uint32(0xFFFFFFF8)) + lr * uint32(sw)
+        for q in range(DECODE_RING - 1):
+            st = produce(st, q, wr, sr, we, se, uint32(nk), uint32(npass), jp, jr)
+        nit = uint32(0)                                   # items consumed
+        nkm = uint32(nk_main)
+        nku = uint32(nk)
+        npu = uint32(npass)
+        for mi in range(nrt):
+            i = bx + mi * gx
             tbase = (e * ntr + i) * kt_n
             for p in range(0, ne, SLOTS):
                 if tid < SLOTS:
-                    q = p + tid
-                    off = int64(-1)
-                    m = float32(1.0)
-                    if q < ne:
-                        r = int64(rl[q])
-                        off = (r // top_k) * hid if fc1 else r * inter
-                        if on_input:
-                            m = tw[r]
-                    xo[tid] = off
-                    xm[tid] = m
+                    # an empty slot repeats the pass's last route (never stored)
+                    r = int64(rl[min(p + tid, ne - 1)])
+                    xo[tid] = (r // top_k) * hid if fc1 else r * inter
+                    xm[tid] = tw[r] if on_input else float32(1.0)
                 cuda.syncthreads()
                 nsl = min(SLOTS, ne - p)
+                k0 = warp * V2_TILE_K + 4 * t
+                xa0 = xo[g] + k0
+                xa1 = xo[8 + g] + k0
+                m0 = xm[g]
+                m1 = xm[8 + g]
                 z = float32(0.0)
                 acc = (z, z, z, z, z, z, z, z)
+                tile = tbase + warp
+                sim = (w, s, tbase, xo, xm, nsl) if SIM else 0
                 if avec != 0:
-                    acc = kloop_v(acc, warp, lane, tbase, w, s, sl, s2, a, xo, xm, nsl)
+                    if nsl > 8:
+                        acc, nit, st = seg_v2(acc, nkm, last, nit, st, wr, sr, we, se, sl, s2, a,
+                                              xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane,
+                                              sim)
+                    else:
+                        acc, nit, st = seg_v1(acc, nkm, last, nit, st, wr, sr, we, se, sl, s2, a,
+                                              xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane,
+                                              sim)
+                elif nsl > 8:
+                    acc, nit, st = seg_s2(acc, nkm, last, nit, st, wr, sr, we, se, sl, s2, a,
+                                          xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane, sim)
                 else:
-                    acc = kloop_s(acc, warp, lane, tbase, w, s, sl, s2, a, xo, xm, nsl)
+                    acc, nit, st = seg_s1(acc, nkm, last, nit, st, wr, sr, we, se, sl, s2, a,
+                                          xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane, sim)
                 if warp > 0:
                     base = (warp - 1) * (DECODE_NTILES * 32 * 4) + lane * 8
                     for v in range(8):

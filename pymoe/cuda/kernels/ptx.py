@@ -12,21 +12,25 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
     mma(a0..a3, b0, b1, c0..c3, dtype) -> (d0, d1, d2, d3)
                                mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}
     h2f(bits) / f2h(f)         fp16 bits <-> float32 (cvt, round to nearest even)
-    ld_stream4(arr, i)         16 bytes at &arr[i] (any element type) as 4 uint32:
-                               ld.global.nc.L1::no_allocate.v4 (weights, read once)
-    ld_nc2(arr, i) / ld_nc1    8 / 4 bytes at &arr[i]: ld.global.nc.v2 / .u32
-                               (activations and scales, cached)
+    ld_nc2(arr, i)             8 bytes at &arr[i] (any element type) as 2 uint32:
+                               ld.global.nc.v2 (activations, cached)
+    smem_u32(arr)              the 32-bit shared-window address of a shared array
+    cp_async16/8/4(s, arr, i)  cp.async.cg (16 B) / .ca (8, 4 B) from &arr[i] to
+                               shared address s; cp_commit() commits the group,
+                               make_cp_wait(n)() waits until <= n groups pend
+    lds4/2/1(s)                4 / 2 / 1 uint32 at shared address s (volatile)
 The caller guarantees the alignment (16 / 8 / 4 bytes) and that the data is not
 written while the kernel runs (the .nc path is not coherent with stores).
 """
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import types
+from numba import config, types
 from numba.cuda.extending import intrinsic
 
 __all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
-           "ld_stream4", "ld_nc2", "ld_nc1"]
+           "ld_nc2", "smem_u32", "cp_async16", "cp_async8",
+           "cp_async4", "cp_commit", "make_cp_wait", "lds4", "lds2", "lds1"]
 
 _I32 = ir.IntType(32)
 _I16 = ir.IntType(16)
@@ -157,6 +161,172 @@ def _make_ld(n: int, opcode: str):
     return ld
 
 
-ld_stream4 = _make_ld(4, "ld.global.nc.L1::no_allocate.v4.u32")
 ld_nc2 = _make_ld(2, "ld.global.nc.v2.u32")
-ld_nc1 = _make_ld(1, "ld.global.nc.u32")
+
+
+# ---- cp.async rings (decode kernels): shared addresses are 32-bit shared-window
+# addresses (smem_u32).  Every asm below that touches shared memory is volatile
+# with a memory clobber, so LLVM keeps them in program order around the waits.
+def _void_asm(builder, text, cons, vals):
+    fnty = ir.FunctionType(ir.VoidType(), [v.type for v in vals])
+    builder.call(ir.InlineAsm(fnty, text, cons, side_effect=True), vals)
+
+
+@intrinsic
+def _smem_u32(typingctx, arr):
+    """The shared-window address (uint32) of a cuda.shared.array's first element."""
+    if not isinstance(arr, types.Array):
+        return None
+    sig = types.uint32(arr)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, value=args[0])
+        data = builder.bitcast(ary.data, ir.IntType(8).as_pointer())
+        sptr = builder.addrspacecast(data, ir.IntType(8).as_pointer(3))
+        return builder.ptrtoint(sptr, _I32)
+
+    return sig, codegen
+
+
+def _make_cp_async(nbytes: int):
+    cache = "cg" if nbytes == 16 else "ca"          # .cg takes 16 bytes only
+    text = f"cp.async.{cache}.shared.global [$0], [$1], {nbytes};"
+
+    @intrinsic
+    def cp_async(typingctx, saddr, arr, idx):
+        """Copy nbytes from &arr[idx] (global) to shared address saddr, async."""
+        if not (isinstance(saddr, types.Integer) and isinstance(arr, types.Array)
+                and isinstance(idx, types.Integer)):
+            return None
+        sig = types.void(saddr, arr, idx)
+
+        def codegen(context, builder, signature, args):
+            st, aryty, idxty = signature.args
+            s = _u32(context, builder, st, args[0])
+            ary = context.make_array(aryty)(context, builder, value=args[1])
+            i = context.cast(builder, args[2], idxty, types.int64)
+            g = builder.ptrtoint(builder.gep(ary.data, [i]), ir.IntType(64))
+            _void_asm(builder, text, "r,l,~{memory}", [s, g])
+            return context.get_dummy_value()
+
+        return sig, codegen
+    return cp_async
+
+
+cp_async16 = _make_cp_async(16)
+cp_async8 = _make_cp_async(8)
+cp_async4 = _make_cp_async(4)
+
+
+@intrinsic
+def _cp_commit(typingctx):
+    sig = types.void()
+
+    def codegen(context, builder, signature, args):
+        _void_asm(builder, "cp.async.commit_group;", "~{memory}", [])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _make_cp_wait(n: int):
+    """cp_wait(): cp.async.wait_group n (at most n of this thread's groups pending)."""
+    @intrinsic
+    def cp_wait(typingctx):
+        sig = types.void()
+
+        def codegen(context, builder, signature, args):
+            _void_asm(builder, f"cp.async.wait_group {n};", "~{memory}", [])
+            return context.get_dummy_value()
+
+        return sig, codegen
+    return cp_wait
+
+
+def _make_lds(n: int):
+    ret = types.UniTuple(types.uint32, n) if n > 1 else types.uint32
+    regs = ", ".join(f"${k}" for k in range(n))
+    text = (f"ld.shared.v{n}.u32 {{{regs}}}, [${n}];" if n > 1
+            else "ld.shared.u32 $0, [$1];")
+    cons = ",".join(["=r"] * n + ["r", "~{memory}"])
+
+    @intrinsic
+    def lds(typingctx, saddr):
+        """n uint32 words at shared address saddr (aligned to 4n bytes)."""
+        if not isinstance(saddr, types.Integer):
+            return None
+        sig = ret(saddr)
+
+        def codegen(context, builder, signature, args):
+            s = _u32(context, builder, signature.args[0], args[0])
+            rty = ir.LiteralStructType([_I32] * n) if n > 1 else _I32
+            res = builder.call(ir.InlineAsm(ir.FunctionType(rty, [_I32]), text, cons,
+                                            side_effect=True), [s])
+            if n == 1:
+                return res
+            return context.make_tuple(builder, ret,
+                                      [builder.extract_value(res, k) for k in range(n)])
+
+        return sig, codegen
+    return lds
+
+
+lds4 = _make_lds(4)
+lds2 = _make_lds(2)
+lds1 = _make_lds(1)
+
+
+# ---- Under Numba's simulator the ring intrinsics are plain Python over a
+# per-thread dict (shared address -> uint32 word): a copy lands at once, and a
+# thread reads back only what it copied itself (a KeyError otherwise), which is
+# how the decode kernels use them; the simulator thus runs their real
+# producer / consumer code (kernels/decode.py checks every slot it reads).
+if config.ENABLE_CUDASIM:
+    import itertools
+    import threading
+
+    import numpy as _np
+
+    _TLS = threading.local()
+    _BASES: dict = {}
+    _NEXT = itertools.count(1)
+
+    def _mem() -> dict:
+        m = getattr(_TLS, "mem", None)
+        if m is None:
+            m = _TLS.mem = {}
+        return m
+
+    def _sim_smem_u32(arr):
+        b = _BASES.get(id(arr))
+        if b is None:
+            b = _BASES[id(arr)] = next(_NEXT) << 24        # disjoint 16 MB windows
+        return _np.uint32(b)
+
+    def _sim_copy(words):
+        def cp(saddr, arr, idx):
+            m = _mem()
+            for q in range(words):
+                m[int(saddr) + 4 * q] = _np.uint32(arr[int(idx) + q])
+        return cp
+
+    def _sim_commit():
+        pass
+
+    def _sim_make_wait(n: int):
+        def cp_wait():
+            pass
+        return cp_wait
+
+    def _sim_lds(words):
+        def lds(saddr):
+            m = _mem()
+            v = tuple(m[int(saddr) + 4 * q] for q in range(words))
+            return v if words > 1 else v[0]
+        return lds
+
+    smem_u32, cp_commit, make_cp_wait = _sim_smem_u32, _sim_commit, _sim_make_wait
+    cp_async16, cp_async8, cp_async4 = _sim_copy(4), _sim_copy(2), _sim_copy(1)
+    lds4, lds2, lds1 = _sim_lds(4), _sim_lds(2), _sim_lds(1)
+else:
+    smem_u32, cp_commit, make_cp_wait = _smem_u32, _cp_commit, _make_cp_wait

@@ -44,8 +44,9 @@ from ...dtypes import round_to
 from ...ref.layout import decode_pairs
 from .common import make_fc1_epilogue, make_fc2_epilogue, make_round_pair
 from .intrinsics import SIM, act_code, bf16_to_f32, f32_to_bf16, make_act_io
-from .ptx import (cp_async4, cp_async8, cp_async16, cp_commit, f2h, h2f, ld_nc2, lds1, lds2,
-                  lds4, make_cp_wait, mma_bf16, mma_f16, mul2_bf16, mul2_f16, smem_u32)
+from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_commit, f2h, gaddr, h2f, ld_nc2,
+                  lds1, lds2, lds4, make_cp_wait, mma_bf16, mma_f16, mul2_bf16, mul2_f16,
+                  smem_u32)
 from .routes import local_expert
 from .spec import KernelSpec
 
@@ -114,7 +115,9 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     bias16 = uint32(M126 if bf16 else M14)
     fbias = float32(2.0 ** 126) if bf16 else float32(2.0 ** 14)
     nvmul = float32(2.0 ** 116) if bf16 else float32(128.0)
-    red_n = (DECODE_WARPS - 1) * DECODE_NTILES * 32 * 4
+    # each warp's partial fragments (8 per lane), double-buffered by segment parity
+    red_w = DECODE_NTILES * 32 * 4
+    red_n = 2 * DECODE_WARPS * red_w
 
     if SIM and not bf16:
         def pack16(f):
@@ -238,35 +241,35 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
 
     # The producer walks this warp's stream: rows row tiles (bx, bx + gx, ...), each
     # npass passes, each nk k-tiles (warp, warp + 4, ...).  State (pw, ps, rem,
-    # left, rows), all uint32 (every result is cast back, so the code stays
-    # 32-bit): the word offsets of the lane's next weights and scales inside the
-    # expert's (we, se), the items left in this pass, the passes left for this
-    # row tile, the row tiles left (0: done; it then commits empty groups, which
-    # keeps the group count uniform).  jp: the words (weights, scales) one pass
-    # advances, taken back at its end; jr: the words from a row tile to the next.
+    # left, rows): the global addresses of the lane's next weights and scales
+    # (int64), then uint32 counters (every result cast back, so they stay
+    # 32-bit): the items left in this pass, the passes left for this row tile,
+    # the row tiles left (0: done; it then commits empty groups, which keeps the
+    # group count uniform).  jp: the bytes (weights, scales) one pass advances,
+    # taken back at its end; jr: the bytes from a row tile to the next.
     @device_fn
-    def produce(st, slot, wr, sr, we, se, nk, npass, jp, jr):
+    def produce(st, slot, wr, sr, nk, npass, jp, jr):
         pw, ps, rem, left, rows = st
         if rows != uint32(0):
-            cp_async16(wr + uint32(slot * wslot_b), we, pw)
+            cp_async16_g(wr + uint32(slot * wslot_b), pw)
             if nv:
-                cp_async8(sr + uint32(slot * sslot_b), se, ps)
+                cp_async8_g(sr + uint32(slot * sslot_b), ps)
             else:
-                cp_async4(sr + uint32(slot * sslot_b), se, ps)
-            pw = uint32(pw + uint32(wstep))
-            ps = uint32(ps + uint32(sstep))
+                cp_async4_g(sr + uint32(slot * sslot_b), ps)
+            pw += 4 * wstep
+            ps += 4 * sstep
             rem = uint32(rem - uint32(1))
             if rem == uint32(0):
                 rem = nk
-                pw = uint32(pw - jp[0])           # back to the row tile's first item
-                ps = uint32(ps - jp[1])
+                pw -= jp[0]                       # back to the row tile's first item
+                ps -= jp[1]
                 if left > uint32(1):              # the same tiles again, next pass
                     left = uint32(left - uint32(1))
                 else:                             # the next row tile
                     left = npass
                     rows = uint32(rows - uint32(1))
-                    pw = uint32(pw + jr[0])
-                    ps = uint32(ps + jr[1])
+                    pw += jr[0]
+                    ps += jr[1]
         cp_commit()
         return pw, ps, rem, left, rows
 
@@ -276,12 +279,12 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         nit counts the items consumed (slot nit % DECODE_RING), tile is the
         first k-tile's index in w (for the simulator's check)."""
         @device_fn
-        def segment(acc, nk, last, nit, st, wr, sr, we, se, sl, s2, a, xa0, xa1, m0, m1, t,
+        def segment(acc, nk, last, nit, st, wr, sr, sl, s2, a, xa0, xa1, m0, m1, t,
                     nkw, npass, jp, jr, tile, lane, sim):
             j = uint32(0)
             while j < nk:
                 st = produce(st, uint32(nit + uint32(DECODE_RING - 1)) & uint32(DECODE_RING - 1),
-                             wr, sr, we, se, nkw, npass, jp, jr)
+                             wr, sr, nkw, npass, jp, jr)
                 cp_wait()
                 slot = nit & uint32(DECODE_RING - 1)
                 acc = step(acc, wr + uint32(slot * uint32(wslot_b)),
@@ -294,7 +297,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 j = uint32(j + uint32(1))
             if tail and last:
                 st = produce(st, uint32(nit + uint32(DECODE_RING - 1)) & uint32(DECODE_RING - 1),
-                             wr, sr, we, se, nkw, npass, jp, jr)
+                             wr, sr, nkw, npass, jp, jr)
                 cp_wait()
                 slot = nit & uint32(DECODE_RING - 1)
                 acc = step_t(acc, wr + uint32(slot * uint32(wslot_b)),
@@ -400,8 +403,9 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         bm = cuda.shared.array(32, uint32)
         cnt = cuda.shared.array(32, int32)
         info = cuda.shared.array(2, int32)              # [expert, routes]
-        rl = cuda.shared.array(DECODE_ROUTE_CAP, int32)
-        xo = cuda.shared.array(SLOTS, int64)
+        rl = cuda.shared.array(DECODE_ROUTE_CAP, int32)     # e's routes r
+        rt = cuda.shared.array(DECODE_ROUTE_CAP, int32)     # and their activation rows
+        xo = cuda.shared.array(SLOTS, int64)                # (simulator's step only)
         xm = cuda.shared.array(SLOTS, float32)
         red = cuda.shared.array(red_n, float32)
         sl = cuda.shared.array(256, float32)
@@ -456,6 +460,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
             if local_expert(ids, stride, r, emap, has_map, num_ids) == e:
                 pos = cuda.atomic.add(info, 1, 1)
                 rl[pos] = r
+                rt[pos] = r // top_k if fc1 else r
         cuda.syncthreads()
         ne = info[1]
         # this warp's stream: row tiles bx, bx + gx, ... (nrt), passes of SLOTS
@@ -472,101 +477,108 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         tw0 = bx * kt_n + warp                             # first tile, inside expert e
         g = lane // 4
         t = lane % 4
-        st = (uint32(tw0 * (32 * V2_LANE_WORDS) + lane * V2_LANE_WORDS),
-              uint32(tw0 * swords + g * sw), uint32(nk), uint32(npass),
+        te = int64(e) * (ntr * kt_n) + tw0                 # the first tile, in w
+        st = (gaddr(w, te * (32 * V2_LANE_WORDS) + lane * V2_LANE_WORDS),
+              gaddr(s, te * swords + g * sw), uint32(nk), uint32(npass),
               uint32(nrt if nk > 0 else 0))
-        jp = (uint32(nk * wstep), uint32(nk * sstep))
-        jr = (uint32(hop * (32 * V2_LANE_WORDS)), uint32(hop * swords))
-        we = w[int64(e) * (ntr * kt_n * 32 * V2_LANE_WORDS):]
-        se = s[int64(e) * (ntr * kt_n * swords):]
+        jp = (int64(4 * nk * wstep), int64(4 * nk * sstep))
+        jr = (int64(4 * hop * (32 * V2_LANE_WORDS)), int64(4 * hop * swords))
         lr = uint32((warp * DECODE_RING * 32 + lane) * 4)         # bytes / 4
         wr = ((smem_u32(rw) + uint32(15)) & uint32(0xFFFFFFF0)) + lr * uint32(4)
         sr = ((smem_u32(rs) + uint32(7)) & uint32(0xFFFFFFF8)) + lr * uint32(sw)
         for q in range(DECODE_RING - 1):
-            st = produce(st, q, wr, sr, we, se, uint32(nk), uint32(npass), jp, jr)
+            st = produce(st, q, wr, sr, uint32(nk), uint32(npass), jp, jr)
         nit = uint32(0)                                   # items consumed
         nkm = uint32(nk_main)
         nku = uint32(nk)
         npu = uint32(npass)
+        seg = 0                                           # segments done (parity: red)
         for mi in range(nrt):
             i = bx + mi * gx
             tbase = (e * ntr + i) * kt_n
             for p in range(0, ne, SLOTS):
-                if tid < SLOTS:
-                    # an empty slot repeats the pass's last route (never stored)
-                    r = int64(rl[min(p + tid, ne - 1)])
-                    xo[tid] = (r // top_k) * hid if fc1 else r * inter
-                    xm[tid] = tw[r] if on_input else float32(1.0)
-                cuda.syncthreads()
-                nsl = min(SLOTS, ne - p)
+                # lane (g, t) feeds routes p + g and p + 8 + g; an empty slot repeats
+                # the pass's last route (computed, never stored): no barrier needed
+                q0 = min(p + g, ne - 1)
+                q1 = min(p + 8 + g, ne - 1)
                 k0 = warp * V2_TILE_K + 4 * t
-                xa0 = xo[g] + k0
-                xa1 = xo[8 + g] + k0
-                m0 = xm[g]
-                m1 = xm[8 + g]
+                xa0 = int64(rt[q0]) * kdim + k0
+                xa1 = int64(rt[q1]) * kdim + k0
+                m0 = float32(1.0)
+                m1 = float32(1.0)
+                if on_input:
+                    m0 = tw[rl[q0]]
+                    m1 = tw[rl[q1]]
+                nsl = min(SLOTS, ne - p)
+                sim = 0
+                if SIM:                                   # ktile_sim reads the slot table
+                    cuda.syncthreads()
+                    if tid < SLOTS:
+                        r = int64(rl[min(p + tid, ne - 1)])
+                        xo[tid] = (r // top_k) * hid if fc1 else r * inter
+                        xm[tid] = tw[r] if on_input else float32(1.0)
+                    cuda.syncthreads()
+                    sim = (w, s, tbase, xo, xm, nsl)
                 z = float32(0.0)
                 acc = (z, z, z, z, z, z, z, z)
                 tile = tbase + warp
-                sim = (w, s, tbase, xo, xm, nsl) if SIM else 0
                 if avec != 0:
                     if nsl > 8:
-                        acc, nit, st = seg_v2(acc, nkm, last, nit, st, wr, sr, we, se, sl, s2, a,
+                        acc, nit, st = seg_v2(acc, nkm, last, nit, st, wr, sr, sl, s2, a,
                                               xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane,
                                               sim)
                     else:
-                        acc, nit, st = seg_v1(acc, nkm, last, nit, st, wr, sr, we, se, sl, s2, a,
+                        acc, nit, st = seg_v1(acc, nkm, last, nit, st, wr, sr, sl, s2, a,
                                               xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane,
                                               sim)
                 elif nsl > 8:
-                    acc, nit, st = seg_s2(acc, nkm, last, nit, st, wr, sr, we, se, sl, s2, a,
+                    acc, nit, st = seg_s2(acc, nkm, last, nit, st, wr, sr, sl, s2, a,
                                           xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane, sim)
                 else:
-                    acc, nit, st = seg_s1(acc, nkm, last, nit, st, wr, sr, we, se, sl, s2, a,
+                    acc, nit, st = seg_s1(acc, nkm, last, nit, st, wr, sr, sl, s2, a,
                                           xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane, sim)
-                if warp > 0:
-                    base = (warp - 1) * (DECODE_NTILES * 32 * 4) + lane * 8
-                    for v in range(8):
-                        red[base + v] = acc[v]
+                # split-K partials meet in red[seg % 2]; one barrier a segment (the
+                # buffer is written again two segments later, after the next one)
+                rb = (seg % 2) * (DECODE_WARPS * red_w)
+                base = rb + warp * red_w + lane * 8
+                for v in range(8):
+                    red[base + v] = acc[v]
                 cuda.syncthreads()
-                if warp == 0:
-                    f = cuda.local.array(8, float32)
-                    for v in range(8):
-                        f[v] = acc[v]
-                    for ww in range(1, DECODE_WARPS):
-                        base = (ww - 1) * (DECODE_NTILES * 32 * 4) + lane * 8
-                        for v in range(8):
-                            f[v] += red[base + v]
-                    g = lane // 4
-                    t = lane % 4
-                    for j in range(2):
-                        for u in range(2):
-                            q = p + 8 * j + 2 * t + u
-                            if q < ne:
-                                r = int64(rl[q])
-                                hg = f[4 * j + u] * post
-                                hu = f[4 * j + 2 + u] * post
-                                if fc1:
-                                    if gated:
-                                        n = i * half + g
-                                        if n < ncols:
-                                            store(out, r * ncols + n,
-                                                  epi1(hg, hu, e, n, gsc, bias))
-                                    else:
-                                        n = i * V2_TILE_ROWS + g
-                                        if n < ncols:
-                                            store(out, r * ncols + n,
-                                                  epi1(hg, float32(0.0), e, n, gsc, bias))
-                                        if n + half < ncols:
-                                            store(out, r * ncols + n + half,
-                                                  epi1(hu, float32(0.0), e, n + half, gsc, bias))
-                                else:
-                                    n = i * V2_TILE_ROWS + g
-                                    if n < ncols:
-                                        out[r * ncols + n] = epi2(hg, e, n, r, tw, gsc, bias)
-                                    if n + half < ncols:
-                                        out[r * ncols + n + half] = epi2(hu, e, n + half, r, tw,
-                                                                         gsc, bias)
-                cuda.syncthreads()
+                seg += 1
+                # warp w stores fragment entries (j, u) = (w // 2, w % 2): route
+                # p + 8 j + 2 t + u, rows g and g + 8 (gate and up when gated)
+                jj = warp // 2
+                uu = warp % 2
+                q = p + 8 * jj + 2 * t + uu
+                if q < ne:
+                    bw = rb + lane * 8 + 4 * jj + uu
+                    hg = red[bw]
+                    hu = red[bw + 2]
+                    for ww in range(1, DECODE_WARPS):             # fixed order
+                        hg += red[bw + ww * red_w]
+                        hu += red[bw + ww * red_w + 2]
+                    hg *= post
+                    hu *= post
+                    r = int64(rl[q])
+                    if fc1:
+                        if gated:
+                            n = i * half + g
+                            if n < ncols:
+                                store(out, r * ncols + n, epi1(hg, hu, e, n, gsc, bias))
+                        else:
+                            n = i * V2_TILE_ROWS + g
+                            if n < ncols:
+                                store(out, r * ncols + n,
+                                      epi1(hg, float32(0.0), e, n, gsc, bias))
+                            if n + half < ncols:
+                                store(out, r * ncols + n + half,
+                                      epi1(hu, float32(0.0), e, n + half, gsc, bias))
+                    else:
+                        n = i * V2_TILE_ROWS + g
+                        if n < ncols:
+                            out[r * ncols + n] = epi2(hg, e, n, r, tw, gsc, bias)
+                        if n + half < ncols:
+                            out[r * ncols + n + half] = epi2(hu, e, n + half, r, tw, gsc, bias)
 
     c = act_code(key.dtype)
     return KernelSpec(kernel, (c, "i4[]", "i8", "i8", "i4[]", "i8", "i8", "i8", "f4[]", "u4[]",

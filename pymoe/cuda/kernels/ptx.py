@@ -16,7 +16,9 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
                                ld.global.nc.v2 (activations, cached)
     smem_u32(arr)              the 32-bit shared-window address of a shared array
     cp_async16/8/4(s, arr, i)  cp.async.cg (16 B) / .ca (8, 4 B) from &arr[i] to
-                               shared address s; cp_commit() commits the group,
+                               shared address s; cp_async16/8/4_g(s, g) the same
+                               from a global address g = gaddr(arr, i) (int64);
+                               cp_commit() commits the group,
                                make_cp_wait(n)() waits until <= n groups pend
     lds4/2/1(s)                4 / 2 / 1 uint32 at shared address s (volatile)
 The caller guarantees the alignment (16 / 8 / 4 bytes) and that the data is not
@@ -29,8 +31,9 @@ from numba import config, types
 from numba.cuda.extending import intrinsic
 
 __all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
-           "ld_nc2", "smem_u32", "cp_async16", "cp_async8",
-           "cp_async4", "cp_commit", "make_cp_wait", "lds4", "lds2", "lds1"]
+           "ld_nc2", "smem_u32", "cp_async16", "cp_async8", "cp_async4", "gaddr",
+           "cp_async16_g", "cp_async8_g", "cp_async4_g", "cp_commit", "make_cp_wait",
+           "lds4", "lds2", "lds1"]
 
 _I32 = ir.IntType(32)
 _I16 = ir.IntType(16)
@@ -219,6 +222,50 @@ cp_async4 = _make_cp_async(4)
 
 
 @intrinsic
+def _gaddr(typingctx, arr, idx):
+    """The global address (int64) of element idx of a 1-D array."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+    sig = types.int64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aryty, idxty = signature.args
+        ary = context.make_array(aryty)(context, builder, value=args[0])
+        i = context.cast(builder, args[1], idxty, types.int64)
+        return builder.ptrtoint(builder.gep(ary.data, [i]), ir.IntType(64))
+
+    return sig, codegen
+
+
+def _make_cp_async_g(nbytes: int):
+    cache = "cg" if nbytes == 16 else "ca"
+    text = f"cp.async.{cache}.shared.global [$0], [$1], {nbytes};"
+
+    @intrinsic
+    def cp_async_g(typingctx, saddr, g):
+        """Copy nbytes from global address g (an int64 from gaddr) to shared
+        address saddr, async."""
+        if not (isinstance(saddr, types.Integer) and isinstance(g, types.Integer)):
+            return None
+        sig = types.void(saddr, g)
+
+        def codegen(context, builder, signature, args):
+            st, gt = signature.args
+            sa = _u32(context, builder, st, args[0])
+            ga = context.cast(builder, args[1], gt, types.int64)
+            _void_asm(builder, text, "r,l,~{memory}", [sa, ga])
+            return context.get_dummy_value()
+
+        return sig, codegen
+    return cp_async_g
+
+
+cp_async16_g = _make_cp_async_g(16)
+cp_async8_g = _make_cp_async_g(8)
+cp_async4_g = _make_cp_async_g(4)
+
+
+@intrinsic
 def _cp_commit(typingctx):
     sig = types.void()
 
@@ -310,6 +357,25 @@ if config.ENABLE_CUDASIM:
                 m[int(saddr) + 4 * q] = _np.uint32(arr[int(idx) + q])
         return cp
 
+    _ARRS: dict = {}
+    _GWIN: dict = {}
+
+    def _sim_gaddr(arr, idx):
+        """A fake address: the array's window (bits 40 and up) and the byte offset."""
+        w = _GWIN.get(id(arr))
+        if w is None:
+            w = _GWIN[id(arr)] = next(_NEXT)
+        _ARRS[w] = arr
+        return _np.int64((w << 40) + int(idx) * arr.dtype.itemsize)
+
+    def _sim_copy_g(words):
+        def cp(saddr, g):
+            arr = _ARRS[int(g) >> 40]
+            off = int(g) & ((1 << 40) - 1)
+            assert off % arr.dtype.itemsize == 0
+            _sim_copy(words)(saddr, arr, off // arr.dtype.itemsize)
+        return cp
+
     def _sim_commit():
         pass
 
@@ -327,6 +393,8 @@ if config.ENABLE_CUDASIM:
 
     smem_u32, cp_commit, make_cp_wait = _sim_smem_u32, _sim_commit, _sim_make_wait
     cp_async16, cp_async8, cp_async4 = _sim_copy(4), _sim_copy(2), _sim_copy(1)
+    cp_async16_g, cp_async8_g, cp_async4_g = _sim_copy_g(4), _sim_copy_g(2), _sim_copy_g(1)
+    gaddr = _sim_gaddr
     lds4, lds2, lds1 = _sim_lds(4), _sim_lds(2), _sim_lds(1)
 else:
-    smem_u32, cp_commit, make_cp_wait = _smem_u32, _cp_commit, _make_cp_wait
+    smem_u32, cp_commit, make_cp_wait, gaddr = _smem_u32, _cp_commit, _make_cp_wait, _gaddr

@@ -99,7 +99,7 @@ COMBINE_TILE_N = 128                 # combine: output columns (= threads) per C
 DECODE_WARPS = 4
 DECODE_NTILES = 2
 DECODE_RING = 8
-DECODE_CTAS_PER_SM = 4               # resident at <= 128 registers a thread (fc1: 126)
+DECODE_CTAS_PER_SM = 5               # H200: 5 beat 4, 6 and 8 side by side (docs/performance.md)
 assert DECODE_RING & (DECODE_RING - 1) == 0 and DECODE_RING >= 2
 # ---- Weight layout v2 (pymoe/ref/layout.py is the only code that knows the
 # order): per expert, tiles of V2_TILE_ROWS rows x V2_TILE_K values, 512 bytes,

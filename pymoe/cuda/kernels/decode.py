@@ -60,6 +60,7 @@ THREADS = 32 * DECODE_WARPS
 device_fn = cuda.jit(device=True, inline=True) if SIM else cuda.jit(device=True,
                                                                     forceinline=True)
 assert DECODE_NTILES == 2, "the fragment code below is written out for 2 n-tiles"
+assert DECODE_WARPS == 2 * DECODE_NTILES, "the epilogue: warp w stores entries (w // 2, w % 2)"
 SLOTS = 8 * DECODE_NTILES                   # routes per pass
 M126 = 0x7E807E80                           # bf16x2 2^126
 M14 = 0x74007400                            # f16x2 2^14
@@ -140,12 +141,12 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
             return h2f(h)
 
     def make_bfrag(vec, guard):
-        """bfrag(a, xa, m, dk) -> (b0, b1): the mma B fragment 4 values at a[xa + dk]
-        of one route's activation row (router weight m when on_input); ``vec``:
-        one 8-byte load (an 8-byte aligned activation base), else four 16-bit
-        loads; ``guard``: zeros past K (the last k-tile when K % 64 != 0; xa is
-        then relative to k0 = 64 (KT-1) + 4t, see step).  K % 8 == 0 (formats.py),
-        so a lane's 4 values are all inside K or all outside."""
+        """bfrag(a, xa, m, dk, kk) -> (b0, b1): the mma B fragment, the 4 values at
+        a[xa + dk] of one route's activation row (router weight m when on_input);
+        ``vec``: one 8-byte load (an 8-byte aligned activation base), else four
+        16-bit loads; ``guard``: zeros where kk + dk >= K (kk: the lane's first k
+        in the last k-tile, when K % 64 != 0).  K % 8 == 0 (formats.py), so a
+        lane's 4 values are all inside K or all outside."""
         @device_fn
         def bfrag(a, xa, m, dk, kk):
             b0 = uint32(0)

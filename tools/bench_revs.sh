@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Side by side on one GPU: `python -m pymoe bench` for several git revisions (or
+# edited copies) in one run, each from its own source tree.
+#   tools/bench_revs.sh SRC...          SRC: "." (the working tree) or a source
+#                                       tree exported from a git revision
+# The device has no history: export here first (into the git-ignored .revs/,
+# which the device call must carry):  tools/bench_revs.sh --export REV...
+# then on the device:  tools/bench_revs.sh . .revs/REV ...
+# Env: PRESETS (gpt-oss-120b,qwen3-30b-a3b), TOK (1,8,64), MODE (graph),
+#      FMT (mxfp4), DT (bfloat16), BT (timeout per source, 200 s).
+# Logs under ${OUT:-.}/bench_<name>.txt; a table (preset, T, us per source) last.
+set -u
+if [ "${1:-}" = "--export" ]; then
+  shift
+  for rev in "$@"; do
+    d=.revs/$rev; rm -rf "$d"; mkdir -p "$d"
+    git archive "$rev" pymoe | tar -x -C "$d" && echo "exported $rev -> $d"
+  done
+  exit 0
+fi
+LOG=${OUT:-.}; mkdir -p "$LOG"
+names=()
+for src in "$@"; do
+  if [ "$src" = . ]; then P=$PWD; name=worktree; else P=$(cd "$src" && pwd); name=$(basename "$src"); fi
+  names+=("$name")
+  (cd "$P" && PYTHONPATH=${SITE:-/tmp/site}:$P timeout "${BT:-200}" python3 -m pymoe bench \
+     --preset "${PRESETS:-gpt-oss-120b,qwen3-30b-a3b}" --tokens "${TOK:-1,8,64}" \
+     --mode "${MODE:-graph}" --format "${FMT:-mxfp4}" --dtype "${DT:-bfloat16}" --no-progress \
+     > "$LOG/bench_$name.txt" 2>&1)
+  echo "$name rc=$?"
+done
+python3 - "$LOG" "${names[@]}" <<'PY'
+import sys, re
+log, names = sys.argv[1], sys.argv[2:]
+rows, order = {}, []
+for n in names:
+    for line in open(f"{log}/bench_{n}.txt"):
+        f = line.split()
+        if len(f) > 5 and f[2] in ("graph", "eager") and f[1].isdigit():
+            k = (f[0], int(f[1]), f[2])
+            if k not in rows:
+                rows[k] = {}; order.append(k)
+            rows[k][n] = f[4] + ("" if "FAILED" not in line else "!")
+print(f"{'preset':16} {'T':>5} {'mode':6} " + " ".join(f"{n[:12]:>12}" for n in names))
+for k in order:
+    print(f"{k[0]:16} {k[1]:>5} {k[2]:6} " + " ".join(f"{rows[k].get(n, '-'):>12}" for n in names))
+PY

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# ncu on the kernels of one eager forward per T: time, DRAM, issue, occupancy,
+# instructions and the stall breakdown (cycles per issued instruction).
+#   tools/ncu_kernels.sh [PRESET=gpt-oss-120b] [TOKENS="1 8"]
+# pymoe's kernels are all named "kernel" in ncu's list (Numba's entry names);
+# a forward's launches come in order (decode: fc1, fc2, combine).  The first
+# forward (warm-up) is skipped.  Logs: ${OUT:-.}/ncu_T<T>.txt
+set -u
+PRESET=${1:-gpt-oss-120b}; TOKENS=${2:-1 8}; SKIP=${SKIP:-3}; COUNT=${COUNT:-3}
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
+M=$M,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active
+M=$M,sm__cycles_active.avg,sm__cycles_elapsed.avg,launch__registers_per_thread,launch__grid_size
+M=$M,smsp__inst_executed.sum
+for r in barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle \
+         lg_throttle not_selected selected no_instruction dispatch_stall branch_resolving; do
+  M=$M,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
+done
+for T in $TOKENS; do
+  f=${OUT:-.}/ncu_T$T.txt
+  timeout "${NT:-150}" "$NCU" --clock-control none -k regex:^kernel --launch-skip "$SKIP" \
+    --launch-count "$COUNT" --metrics "$M" python3 -m pymoe bench --preset "$PRESET" \
+    --tokens "$T" --mode eager --repeats 2 --no-progress > "$f" 2>&1
+  echo "== $PRESET T=$T rc=$?"
+  grep -E "^  kernel|gpu__time|dram__|issue_active|warps_active|cycles_|registers|grid_size|inst_executed|stalled" "$f" \
+    | sed -E 's/\(Array.*//; s/  +/ /g; s/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
+done

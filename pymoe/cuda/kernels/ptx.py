@@ -15,11 +15,11 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
     ld_nc2(arr, i)             8 bytes at &arr[i] (any element type) as 2 uint32:
                                ld.global.nc.v2 (activations, cached)
     smem_u32(arr)              the 32-bit shared-window address of a shared array
-    cp_async16/8/4(s, arr, i)  cp.async.cg (16 B) / .ca (8, 4 B) from &arr[i] to
-                               shared address s; cp_async16/8/4_g(s, g) the same
-                               from a global address g = gaddr(arr, i) (int64);
-                               cp_commit() commits the group,
-                               make_cp_wait(n)() waits until <= n groups pend
+    gaddr(arr, i)              the global address (int64) of arr[i]
+    cp_async16/8/4_g(s, g)     cp.async.cg (16 B) / .ca (8, 4 B) from global
+                               address g to shared address s; cp_commit() commits
+                               the group, make_cp_wait(n)() waits until <= n of
+                               the thread's groups pend
     lds4/2/1(s)                4 / 2 / 1 uint32 at shared address s (volatile)
 The caller guarantees the alignment (16 / 8 / 4 bytes) and that the data is not
 written while the kernel runs (the .nc path is not coherent with stores).
@@ -31,9 +31,8 @@ from numba import config, types
 from numba.cuda.extending import intrinsic
 
 __all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
-           "ld_nc2", "smem_u32", "cp_async16", "cp_async8", "cp_async4", "gaddr",
-           "cp_async16_g", "cp_async8_g", "cp_async4_g", "cp_commit", "make_cp_wait",
-           "lds4", "lds2", "lds1"]
+           "ld_nc2", "smem_u32", "gaddr", "cp_async16_g", "cp_async8_g", "cp_async4_g",
+           "cp_commit", "make_cp_wait", "lds4", "lds2", "lds1"]
 
 _I32 = ir.IntType(32)
 _I16 = ir.IntType(16)
@@ -191,36 +190,6 @@ def _smem_u32(typingctx, arr):
     return sig, codegen
 
 
-def _make_cp_async(nbytes: int):
-    cache = "cg" if nbytes == 16 else "ca"          # .cg takes 16 bytes only
-    text = f"cp.async.{cache}.shared.global [$0], [$1], {nbytes};"
-
-    @intrinsic
-    def cp_async(typingctx, saddr, arr, idx):
-        """Copy nbytes from &arr[idx] (global) to shared address saddr, async."""
-        if not (isinstance(saddr, types.Integer) and isinstance(arr, types.Array)
-                and isinstance(idx, types.Integer)):
-            return None
-        sig = types.void(saddr, arr, idx)
-
-        def codegen(context, builder, signature, args):
-            st, aryty, idxty = signature.args
-            s = _u32(context, builder, st, args[0])
-            ary = context.make_array(aryty)(context, builder, value=args[1])
-            i = context.cast(builder, args[2], idxty, types.int64)
-            g = builder.ptrtoint(builder.gep(ary.data, [i]), ir.IntType(64))
-            _void_asm(builder, text, "r,l,~{memory}", [s, g])
-            return context.get_dummy_value()
-
-        return sig, codegen
-    return cp_async
-
-
-cp_async16 = _make_cp_async(16)
-cp_async8 = _make_cp_async(8)
-cp_async4 = _make_cp_async(4)
-
-
 @intrinsic
 def _gaddr(typingctx, arr, idx):
     """The global address (int64) of element idx of a 1-D array."""
@@ -238,7 +207,7 @@ def _gaddr(typingctx, arr, idx):
 
 
 def _make_cp_async_g(nbytes: int):
-    cache = "cg" if nbytes == 16 else "ca"
+    cache = "cg" if nbytes == 16 else "ca"          # .cg takes 16 bytes only
     text = f"cp.async.{cache}.shared.global [$0], [$1], {nbytes};"
 
     @intrinsic
@@ -392,7 +361,6 @@ if config.ENABLE_CUDASIM:
         return lds
 
     smem_u32, cp_commit, make_cp_wait = _sim_smem_u32, _sim_commit, _sim_make_wait
-    cp_async16, cp_async8, cp_async4 = _sim_copy(4), _sim_copy(2), _sim_copy(1)
     cp_async16_g, cp_async8_g, cp_async4_g = _sim_copy_g(4), _sim_copy_g(2), _sim_copy_g(1)
     gaddr = _sim_gaddr
     lds4, lds2, lds1 = _sim_lds(4), _sim_lds(2), _sim_lds(1)

@@ -36,6 +36,7 @@ from numba.cuda.extending import intrinsic
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from pymoe.cuda.kernels.ptx import _elem_addr  # noqa: E402
 from pymoe.cuda.launch import KernelSpec  # noqa: E402
 
 THREADS = 128
@@ -49,9 +50,7 @@ def _asm(builder, ret, text, cons, vals):
 
 
 def _ptr(context, builder, aryty, ary, idx, idxty):
-    a = context.make_array(aryty)(context, builder, value=ary)
-    i = context.cast(builder, idx, idxty, types.int64)
-    return builder.ptrtoint(builder.gep(a.data, [i]), ir.IntType(64))
+    return _elem_addr(context, builder, aryty, ary, idxty, idx)
 
 
 @intrinsic

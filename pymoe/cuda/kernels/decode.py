@@ -515,9 +515,9 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 if SIM:                                   # ktile_sim reads the slot table
                     cuda.syncthreads()
                     if tid < SLOTS:
-                        r = int64(rl[min(p + tid, ne - 1)])
-                        xo[tid] = (r // top_k) * hid if fc1 else r * inter
-                        xm[tid] = tw[r] if on_input else float32(1.0)
+                        q = min(p + tid, ne - 1)
+                        xo[tid] = int64(rt[q]) * kdim
+                        xm[tid] = tw[rl[q]] if on_input else float32(1.0)
                     cuda.syncthreads()
                     sim = (w, s, tbase, xo, xm, nsl)
                 z = float32(0.0)

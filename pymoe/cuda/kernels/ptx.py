@@ -44,6 +44,21 @@ def _u32(context, builder, typ, val):
     return context.cast(builder, val, typ, types.uint32)
 
 
+def _elem_addr(context, builder, aryty, ary, idxty, idx):
+    """The address (i64) of element idx of a 1-D array value."""
+    a = context.make_array(aryty)(context, builder, value=ary)
+    i = context.cast(builder, idx, idxty, types.int64)
+    return builder.ptrtoint(builder.gep(a.data, [i]), ir.IntType(64))
+
+
+def _words(context, builder, res, ret, n):
+    """An asm result of n i32 words as what the intrinsic returns (a tuple, or
+    the word itself when n == 1)."""
+    if n == 1:
+        return res
+    return context.make_tuple(builder, ret, [builder.extract_value(res, k) for k in range(n)])
+
+
 @intrinsic
 def prmt(typingctx, a, b, sel):
     sig = types.uint32(types.uint32, types.uint32, types.uint32)
@@ -147,17 +162,12 @@ def _make_ld(n: int, opcode: str):
         sig = ret(arr, idx)
 
         def codegen(context, builder, signature, args):
-            aryty, idxty = signature.args
-            ary = context.make_array(aryty)(context, builder, value=args[0])
-            i = context.cast(builder, args[1], idxty, types.int64)
-            addr = builder.ptrtoint(builder.gep(ary.data, [i]), ir.IntType(64))
+            addr = _elem_addr(context, builder, signature.args[0], args[0],
+                              signature.args[1], args[1])
             rty = ir.LiteralStructType([_I32] * n) if n > 1 else _I32
             res = builder.call(ir.InlineAsm(ir.FunctionType(rty, [ir.IntType(64)]), text,
                                             cons, side_effect=False), [addr])
-            if n == 1:
-                return res
-            return context.make_tuple(builder, ret,
-                                      [builder.extract_value(res, k) for k in range(n)])
+            return _words(context, builder, res, ret, n)
 
         return sig, codegen
     return ld
@@ -198,10 +208,8 @@ def _gaddr(typingctx, arr, idx):
     sig = types.int64(arr, idx)
 
     def codegen(context, builder, signature, args):
-        aryty, idxty = signature.args
-        ary = context.make_array(aryty)(context, builder, value=args[0])
-        i = context.cast(builder, args[1], idxty, types.int64)
-        return builder.ptrtoint(builder.gep(ary.data, [i]), ir.IntType(64))
+        return _elem_addr(context, builder, signature.args[0], args[0], signature.args[1],
+                          args[1])
 
     return sig, codegen
 
@@ -278,10 +286,7 @@ def _make_lds(n: int):
             rty = ir.LiteralStructType([_I32] * n) if n > 1 else _I32
             res = builder.call(ir.InlineAsm(ir.FunctionType(rty, [_I32]), text, cons,
                                             side_effect=True), [s])
-            if n == 1:
-                return res
-            return context.make_tuple(builder, ret,
-                                      [builder.extract_value(res, k) for k in range(n)])
+            return _words(context, builder, res, ret, n)
 
         return sig, codegen
     return lds

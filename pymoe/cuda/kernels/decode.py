@@ -402,7 +402,6 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         rank = cuda.blockIdx.y
         gy = cuda.gridDim.y
         bm = cuda.shared.array(32, uint32)
-        cnt = cuda.shared.array(32, int32)
         info = cuda.shared.array(2, int32)              # [expert, routes]
         rl = cuda.shared.array(DECODE_ROUTE_CAP, int32)     # e's routes r
         rt = cuda.shared.array(DECODE_ROUTE_CAP, int32)     # and their activation rows
@@ -418,14 +417,15 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         if tid == 0:
             info[0] = -1
             info[1] = 0
+        cuda.syncthreads()
+        # the scale tables and the active-expert bitmap together (their global
+        # loads in flight at once); invalid routes zeroed (fc1) by CTA r % gy
         for i in range(tid, 256, THREADS):
             v = lut[i] * float32(4.0)
             sl[i] = v
             if nv:
                 h = pack16(v * nvmul)
                 s2[i] = h | (h << uint32(16))
-        cuda.syncthreads()
-        # active experts as a bitmap; invalid routes zeroed (fc1) by CTA r % gy
         for r in range(tid, n_routes, THREADS):
             e = local_expert(ids, stride, r, emap, has_map, num_ids)
             if e >= 0:
@@ -438,21 +438,20 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                             store(out, r * ncols + n, float32(0.0))
         cuda.syncthreads()
         if tid < 32:
-            cnt[tid] = cuda.popc(bm[tid])
-        cuda.syncthreads()
-        if tid < 32:
+            # the rank-th active expert: this word's place among the popcounts,
+            # then a binary search for the bit inside the word
+            word = bm[tid]
             pre = 0
             for i in range(tid):
-                pre += cnt[i]
-            c = cnt[tid]
-            if pre <= rank < pre + c:
-                word = bm[tid]
-                k = rank - pre
-                for b in range(32):
-                    if (word >> uint32(b)) & uint32(1):
-                        if k == 0:
-                            info[0] = tid * 32 + b
-                        k -= 1
+                pre += cuda.popc(bm[i])
+            if pre <= rank < pre + cuda.popc(word):
+                k = rank - pre                    # the k-th set bit of word
+                b = 0
+                for step in range(4, -1, -1):
+                    hi = b + (1 << step)
+                    if cuda.popc(word & ((uint32(1) << uint32(hi)) - uint32(1))) <= k:
+                        b = hi
+                info[0] = tid * 32 + b
         cuda.syncthreads()
         e = info[0]
         if e < 0:

@@ -36,6 +36,7 @@ __all__ = [
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
     "decode_max_tokens", "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_RING",
+    "DECODE_ROW_GROUP", "decode_row_group", "decode_ring_stages",
 ]
 
 # Orthogonal choices, each a small string enum.
@@ -93,14 +94,19 @@ COMBINE_TILE_N = 128                 # combine: output columns (= threads) per C
 # Decode regime on layout v2 (kernels/decode.py): a CTA of DECODE_WARPS warps
 # splits K of one 16-row tile (warp w takes k-tiles w, w+4, ...); tokens ride on
 # the mma's N side, DECODE_NTILES n-tiles of 8 routes per pass over the weights.
-# Each warp streams its tiles through a ring of DECODE_RING stages (one tile's
-# 512 weight bytes + its scales) in shared memory, filled by cp.async, so
-# DECODE_RING - 1 tiles (3.5 KB a warp) are in flight while it computes one.
+# A warp takes DECODE_ROW_GROUP row tiles side by side (i, i + 1: one
+# activation load, one loop and one producer step serve both) when the
+# projection's row tile count is even, else one (decode_row_group).
+# Each warp streams its tiles through a ring of DECODE_RING tiles (512 weight
+# bytes + their scales each) in shared memory, filled by cp.async: DECODE_RING /
+# group stages of one k-tile of the group, so DECODE_RING - group tiles (3 to
+# 3.5 KB a warp) are in flight while it computes one stage.
 DECODE_WARPS = 4
 DECODE_NTILES = 2
 DECODE_RING = 8
-DECODE_CTAS_PER_SM = 5               # H200: 5 beat 4, 6 and 8 side by side (docs/performance.md)
-assert DECODE_RING & (DECODE_RING - 1) == 0 and DECODE_RING >= 2
+DECODE_ROW_GROUP = 2
+DECODE_CTAS_PER_SM = 4               # H200: the pair kernels take 128 registers (docs/performance.md)
+assert DECODE_RING & (DECODE_RING - 1) == 0 and DECODE_RING >= 2 * DECODE_ROW_GROUP
 # ---- Weight layout v2 (pymoe/ref/layout.py is the only code that knows the
 # order): per expert, tiles of V2_TILE_ROWS rows x V2_TILE_K values, 512 bytes,
 # one 16-byte run (V2_LANE_WORDS uint32) per lane of a warp = that lane's mma.sync
@@ -140,16 +146,28 @@ def decode_max_tokens(top_k: int) -> int:
     return max(1, min(DECODE_MAX_TOKENS, DECODE_ROUTE_CAP // max(1, top_k)))
 
 
+def decode_row_group(row_tiles: int) -> int:
+    """Row tiles a decode warp streams side by side: DECODE_ROW_GROUP when it
+    divides the projection's row tile count, else 1."""
+    return DECODE_ROW_GROUP if row_tiles % DECODE_ROW_GROUP == 0 else 1
+
+
+def decode_ring_stages(row_tiles: int) -> int:
+    """Stages of a decode warp's ring (each one k-tile of its row group)."""
+    return DECODE_RING // decode_row_group(row_tiles)
+
+
 def decode_grid(row_tiles: int, num_routes: int, num_experts: int,
                 num_sms: int = 132) -> tuple[int, int]:
     """(grid x, grid y) of a decode kernel: y = one CTA row per possible active
-    expert (min(R, E)); x CTAs share the row tiles evenly, one wave of
-    DECODE_CTAS_PER_SM CTAs per SM in all (each CTA pays the routing scan once
-    for several tiles)."""
+    expert (min(R, E)); x CTAs share the row groups (decode_row_group) evenly,
+    one wave of DECODE_CTAS_PER_SM CTAs per SM in all (each CTA pays the routing
+    scan once for several groups)."""
+    units = row_tiles // decode_row_group(row_tiles)
     gy = max(1, min(num_routes, num_experts))
     want = max(1, (DECODE_CTAS_PER_SM * num_sms) // gy)
-    per = -(-row_tiles // min(row_tiles, want))
-    return -(-row_tiles // per), gy
+    per = -(-units // min(units, want))
+    return -(-units // per), gy
 
 
 def fc1_tile_n(activation: str) -> int:

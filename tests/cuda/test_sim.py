@@ -25,6 +25,8 @@ CASES = [
     Case(66, 32, 16, 4, 1, invalid=(-1, 4), bias=True, why="packed regime (T past the decode cut)"),
     Case(20, 328, 40, 2, 2, why="decode ring: 6 k-tiles (warps take 2 or 1, the last guarded), "
          "~20 routes an expert (2 passes, two n-tiles), several row tiles a CTA"),
+    Case(20, 344, 48, 2, 2, why="decode ring of row-tile pairs (fc1 6 and fc2 22 row tiles): "
+         "a guarded K tail in both, 2 passes, several pairs a CTA"),
 ]
 
 

@@ -11,16 +11,19 @@ K the reduction dim (H for fc1, I for fc2), KT = ceil(K/64) k-tiles, NTR row til
     decode_fc2  the same over w2: route_out[r, cols] = w_r * (W2[e] @ a_r * g2 + b2)
     (then fc2's combine sums the k routes of each token in j order)
 
-A CTA is DECODE_WARPS warps on ONE 16-row tile: warp w takes k-tiles w, w+4, ...
-(split K; each step the CTA reads 2 KB of contiguous weights) and the partial
-mma fragments meet in shared memory in a fixed order (deterministic).  The
-routes of e ride on the mma's N side, DECODE_NTILES x 8 per pass over the tile.
-Each warp's k-tiles of all its row tiles and passes form one stream: a lane
-copies its 16 bytes of weights and its 4 / 8 scale bytes per k-tile into its own
-slots of a DECODE_RING-deep shared-memory ring with cp.async (one group per
-k-tile, DECODE_RING - 1 k-tiles ahead, across row tiles and passes), waits for
-the oldest group and reads the slot back (it reads only what it copied, so no
-barrier); activations (8 bytes per route and k-step) are .nc loads, cached.
+A CTA is DECODE_WARPS warps on ONE group of G = decode_row_group(NTR) 16-row
+tiles side by side (rows i .. i + G - 1; G = 2 when NTR is even, else 1): warp w
+takes k-tiles w, w+4, ... of each (split K; each step the CTA reads G x 2 KB of
+weights, one activation load serving the G tiles) and the partial mma fragments
+of each tile meet in shared memory in a fixed order (deterministic).  The
+routes of e ride on the mma's N side, DECODE_NTILES x 8 per pass over the group.
+Each warp's k-tiles of all its groups and passes form one stream: a lane copies
+its 16 bytes of weights and its 4 / 8 scale bytes of each tile of the group per
+k-tile into its own slot of a shared-memory ring of DECODE_RING / G stages with
+cp.async (one group per stage, DECODE_RING / G - 1 stages ahead, across groups
+and passes), waits for the oldest and reads the slot back (it reads only what it
+copied, so no barrier); activations (8 bytes per route and k-step) are .nc
+loads, cached.
 The FP4 -> 16-bit decode is shifts and masks (pymoe/ref/layout.py) and one
 packed multiply per pair:
   MXFP4: x 2^126 (bf16) / 2^14 (fp16), exact; each 32-group's two k-steps
@@ -37,9 +40,9 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int32, int64, uint32
 
-from ...geometry import (DECODE_NTILES, DECODE_RING, DECODE_ROUTE_CAP, DECODE_WARPS,
-                         V2_LANE_WORDS, V2_TILE_K, V2_TILE_ROWS, LaunchKey, is_gated,
-                         v2_k_tiles, v2_row_tiles, v2_scale_bytes)
+from ...geometry import (DECODE_NTILES, DECODE_ROUTE_CAP, DECODE_WARPS, V2_LANE_WORDS,
+                         V2_TILE_K, V2_TILE_ROWS, LaunchKey, decode_ring_stages,
+                         decode_row_group, is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from ...dtypes import round_to
 from ...ref.layout import decode_pairs
 from .common import make_fc1_epilogue, make_fc2_epilogue, make_round_pair
@@ -98,6 +101,9 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     kdim = hid if fc1 else inter
     kt_n = v2_k_tiles(kdim)
     ntr = v2_row_tiles(which, key.activation, hid, inter)
+    rg = decode_row_group(ntr)                   # row tiles a warp takes side by side
+    pair = rg == 2
+    depth = decode_ring_stages(ntr)              # ring stages (one k-tile of the group)
     sbytes = v2_scale_bytes(key.format)
     swords = sbytes // 4                                  # scale words per tile
     ncols = inter if fc1 else hid                         # output columns
@@ -116,8 +122,9 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     bias16 = uint32(M126 if bf16 else M14)
     fbias = float32(2.0 ** 126) if bf16 else float32(2.0 ** 14)
     nvmul = float32(2.0 ** 116) if bf16 else float32(128.0)
-    # each warp's partial fragments (8 per lane), double-buffered by segment parity
-    red_w = DECODE_NTILES * 32 * 4
+    # each warp's partial fragments (8 per lane and row tile), double-buffered by
+    # segment parity
+    red_w = rg * DECODE_NTILES * 32 * 4
     red_n = 2 * DECODE_WARPS * red_w
 
     if SIM and not bf16:
@@ -203,19 +210,29 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         bfrag = make_bfrag(vec, guard)
 
         @device_fn
-        def group(acc, wa, wb, sa, sb, grp, sl, s2, a, xa0, xa1, m0, m1, kk):
-            """k-steps 2grp, 2grp+1 (one MXFP4 group) into acc."""
-            a0, a1, a2, a3, a4, a5, a6, a7 = acc
+        def group(acc, wa, wb, sa, sb, va, vb, ta, tb, grp, sl, s2, a, xa0, xa1, m0, m1,
+                  kk):
+            """k-steps 2grp, 2grp+1 (one MXFP4 group) into acc: row tile 0 of the
+            group from words wa, wb and scales sa, sb (acc[0:8]), row tile 1 from
+            va, vb, ta, tb (acc[8:16], when ``pair``); one activation load each."""
+            a0, a1, a2, a3, a4, a5, a6, a7, e0, e1, e2, e3, e4, e5, e6, e7 = acc
             b0, b1 = bfrag(a, xa0, m0, 32 * grp, kk)
             b2, b3 = bfrag(a, xa0, m0, 32 * grp + 16, kk)
             x = weights16(wa, 2 * grp, sa, sb, s2)
             y = weights16(wb, 2 * grp + 1, sa, sb, s2)
             a0, a1, a2, a3 = ntile(a0, a1, a2, a3, x, y, b0, b1, b2, b3, sl, sa, grp)
+            if pair:
+                x2 = weights16(va, 2 * grp, ta, tb, s2)
+                y2 = weights16(vb, 2 * grp + 1, ta, tb, s2)
+                e0, e1, e2, e3 = ntile(e0, e1, e2, e3, x2, y2, b0, b1, b2, b3, sl, ta, grp)
             if two:
                 c0, c1 = bfrag(a, xa1, m1, 32 * grp, kk)
                 c2, c3 = bfrag(a, xa1, m1, 32 * grp + 16, kk)
                 a4, a5, a6, a7 = ntile(a4, a5, a6, a7, x, y, c0, c1, c2, c3, sl, sa, grp)
-            return (a0, a1, a2, a3, a4, a5, a6, a7)
+                if pair:
+                    e4, e5, e6, e7 = ntile(e4, e5, e6, e7, x2, y2, c0, c1, c2, c3, sl, ta,
+                                           grp)
+            return (a0, a1, a2, a3, a4, a5, a6, a7, e0, e1, e2, e3, e4, e5, e6, e7)
 
         @device_fn
         def step(acc, wsl, ssl, xa0, xa1, m0, m1, sl, s2, a, kk, tile, lane, sim):
@@ -225,29 +242,43 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 sa, sb = lds2(ssl)
             else:
                 sa = lds1(ssl)
-            acc = group(acc, w0, w1, sa, sb, 0, sl, s2, a, xa0, xa1, m0, m1, kk)
-            return group(acc, w2, w3, sa, sb, 1, sl, s2, a, xa0, xa1, m0, m1, kk)
+            v0 = v1 = v2 = v3 = ta = tb = uint32(0)
+            if pair:                                 # the group's second row tile
+                v0, v1, v2, v3 = lds4(wsl + uint32(tile_b))
+                if nv:
+                    ta, tb = lds2(ssl + uint32(stile_b))
+                else:
+                    ta = lds1(ssl + uint32(stile_b))
+            acc = group(acc, w0, w1, sa, sb, v0, v1, ta, tb, 0, sl, s2, a, xa0, xa1, m0, m1,
+                        kk)
+            return group(acc, w2, w3, sa, sb, v2, v3, ta, tb, 1, sl, s2, a, xa0, xa1, m0, m1,
+                         kk)
 
         return step
 
     tail = kdim % V2_TILE_K != 0                 # the last k-tile is partial
     sw = swords // 8                             # scale words a lane reads per tile
-    wslot_b = 32 * 16                            # ring slot: 512 weight bytes
-    sslot_b = 32 * 4 * sw                        # and 32 lanes' scale words
-    ring_w = DECODE_WARPS * DECODE_RING * 32 * V2_LANE_WORDS + 4    # + alignment slack
-    ring_s = DECODE_WARPS * DECODE_RING * 32 * sw + 2
+    tile_b = 32 * 16                             # a tile in a ring slot: 512 weight bytes
+    stile_b = 32 * 4 * sw                        # and 32 lanes' scale words
+    wslot_b = rg * tile_b                        # ring slot: the group's tiles
+    sslot_b = rg * stile_b
+    ring_w = DECODE_WARPS * depth * rg * 32 * V2_LANE_WORDS + 4    # + alignment slack
+    ring_s = DECODE_WARPS * depth * rg * 32 * sw + 2
     wstep = DECODE_WARPS * 32 * V2_LANE_WORDS    # words from a warp's tile to its next
     sstep = DECODE_WARPS * swords
-    cp_wait = make_cp_wait(DECODE_RING - 1)      # produce() runs just before a step
+    roww = kt_n * 32 * V2_LANE_WORDS * 4         # bytes from a row tile to the next (w)
+    rows_ = kt_n * swords * 4                    # (s)
+    cp_wait = make_cp_wait(depth - 1)            # produce() runs just before a step
 
-    # The producer walks this warp's stream: rows row tiles (bx, bx + gx, ...), each
-    # npass passes, each nk k-tiles (warp, warp + 4, ...).  State (pw, ps, rem,
-    # left, rows): the global addresses of the lane's next weights and scales
-    # (int64), then uint32 counters (every result cast back, so they stay
-    # 32-bit): the items left in this pass, the passes left for this row tile,
-    # the row tiles left (0: done; it then commits empty groups, which keeps the
-    # group count uniform).  jp: the bytes (weights, scales) one pass advances,
-    # taken back at its end; jr: the bytes from a row tile to the next.
+    # The producer walks this warp's stream: rows row groups (bx, bx + gx, ...),
+    # each npass passes, each nk k-tiles (warp, warp + 4, ...); an item copies
+    # that k-tile of each row tile of the group.  State (pw, ps, rem, left,
+    # rows): the global addresses of the lane's next weights and scales of the
+    # group's first row tile (int64), then uint32 counters (every result cast
+    # back, so they stay 32-bit): the items left in this pass, the passes left
+    # for this group, the groups left (0: done; it then commits empty groups,
+    # which keeps the group count uniform).  jp: the bytes (weights, scales) one
+    # pass advances, taken back at its end; jr: the bytes from a group to the next.
     @device_fn
     def produce(st, slot, wr, sr, nk, npass, jp, jr):
         pw, ps, rem, left, rows = st
@@ -257,6 +288,12 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 cp_async8_g(sr + uint32(slot * sslot_b), ps)
             else:
                 cp_async4_g(sr + uint32(slot * sslot_b), ps)
+            if pair:
+                cp_async16_g(wr + uint32(slot * wslot_b + tile_b), pw + roww)
+                if nv:
+                    cp_async8_g(sr + uint32(slot * sslot_b + stile_b), ps + rows_)
+                else:
+                    cp_async4_g(sr + uint32(slot * sslot_b + stile_b), ps + rows_)
             pw += 4 * wstep
             ps += 4 * sstep
             rem = uint32(rem - uint32(1))
@@ -277,17 +314,17 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     def make_segment(step, step_t):
         """segment(...) -> (acc, nit, st): this warp's k-tiles of one pass through
         the ring: nk unguarded steps, then the guarded last k-tile when ``last``;
-        nit counts the items consumed (slot nit % DECODE_RING), tile is the
+        nit counts the items consumed (slot nit % depth), tile is the
         first k-tile's index in w (for the simulator's check)."""
         @device_fn
         def segment(acc, nk, last, nit, st, wr, sr, sl, s2, a, xa0, xa1, m0, m1, t,
                     nkw, npass, jp, jr, tile, lane, sim):
             j = uint32(0)
             while j < nk:
-                st = produce(st, uint32(nit + uint32(DECODE_RING - 1)) & uint32(DECODE_RING - 1),
+                st = produce(st, uint32(nit + uint32(depth - 1)) & uint32(depth - 1),
                              wr, sr, nkw, npass, jp, jr)
                 cp_wait()
-                slot = nit & uint32(DECODE_RING - 1)
+                slot = nit & uint32(depth - 1)
                 acc = step(acc, wr + uint32(slot * uint32(wslot_b)),
                            sr + uint32(slot * uint32(sslot_b)), xa0, xa1, m0, m1, sl, s2, a, 0,
                            tile, lane, sim)
@@ -297,10 +334,10 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 nit = uint32(nit + uint32(1))
                 j = uint32(j + uint32(1))
             if tail and last:
-                st = produce(st, uint32(nit + uint32(DECODE_RING - 1)) & uint32(DECODE_RING - 1),
+                st = produce(st, uint32(nit + uint32(depth - 1)) & uint32(depth - 1),
                              wr, sr, nkw, npass, jp, jr)
                 cp_wait()
-                slot = nit & uint32(DECODE_RING - 1)
+                slot = nit & uint32(depth - 1)
                 acc = step_t(acc, wr + uint32(slot * uint32(wslot_b)),
                              sr + uint32(slot * uint32(sslot_b)), xa0, xa1, m0, m1, sl, s2, a,
                              (kt_n - 1) * V2_TILE_K + 4 * t, tile, lane, sim)
@@ -376,15 +413,21 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         """The simulator's step: the ring slot must hold this lane's words of k-tile
         ``tile`` (checked against global memory), then the plain per-lane math."""
         w, s, tbase, xo, xm, nsl = sim
-        ww = lds4(wsl)
-        want = tuple(int(w[tile * (32 * V2_LANE_WORDS) + lane * V2_LANE_WORDS + q])
-                     for q in range(4))
-        assert tuple(int(v) for v in ww) == want, "decode ring: a slot holds the wrong weights"
-        sc = (lds2(ssl) if nv else (lds1(ssl),))
-        si = tile * swords + (lane // 4) * sw
-        assert tuple(int(v) for v in sc) == tuple(int(s[si + q]) for q in range(sw)), \
-            "decode ring: a slot holds the wrong scales"
-        return ktile_sim(acc, tile - tbase, tbase, w, s, sl, s2, a, xo, xm, nsl, lane)
+        out = ()
+        for h in range(rg):                       # the group's row tiles
+            th = tile + h * kt_n
+            ww = lds4(wsl + h * tile_b)
+            want = tuple(int(w[th * (32 * V2_LANE_WORDS) + lane * V2_LANE_WORDS + q])
+                         for q in range(4))
+            assert tuple(int(v) for v in ww) == want, \
+                "decode ring: a slot holds the wrong weights"
+            sc = (lds2(ssl + h * stile_b) if nv else (lds1(ssl + h * stile_b),))
+            si = th * swords + (lane // 4) * sw
+            assert tuple(int(v) for v in sc) == tuple(int(s[si + q]) for q in range(sw)), \
+                "decode ring: a slot holds the wrong scales"
+            out += ktile_sim(acc[8 * h:8 * h + 8], tile - tbase, tbase + h * kt_n, w, s, sl,
+                             s2, a, xo, xm, nsl, lane)
+        return out + tuple(acc[len(out):])
 
     if SIM:
         seg_v1 = seg_v2 = seg_s1 = seg_s2 = make_segment(step_sim, step_sim)
@@ -463,18 +506,19 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 rt[pos] = r // top_k if fc1 else r
         cuda.syncthreads()
         ne = info[1]
-        # this warp's stream: row tiles bx, bx + gx, ... (nrt), passes of SLOTS
-        # routes (npass), k-tiles warp, warp + 4, ... (nk, the last one guarded
-        # when K % 64 != 0); produce() runs DECODE_RING - 1 items ahead
+        # this warp's stream: row groups bx, bx + gx, ... (nrt; group u = row tiles
+        # rg u .. rg u + rg - 1), passes of SLOTS routes (npass), k-tiles warp,
+        # warp + 4, ... (nk, the last one guarded when K % 64 != 0); produce() runs
+        # depth - 1 items ahead
         bx = cuda.blockIdx.x
         gx = cuda.gridDim.x
-        nrt = (ntr - bx + gx - 1) // gx
+        nrt = (ntr // rg - bx + gx - 1) // gx
         npass = (ne + SLOTS - 1) // SLOTS
         nk = (kt_n - warp + DECODE_WARPS - 1) // DECODE_WARPS if warp < kt_n else 0
         last = tail and nk > 0 and warp == (kt_n - 1) % DECODE_WARPS
         nk_main = nk - 1 if last else nk
-        hop = gx * kt_n                                    # tiles from row tile to next
-        tw0 = bx * kt_n + warp                             # first tile, inside expert e
+        hop = gx * rg * kt_n                               # tiles from group to next
+        tw0 = bx * rg * kt_n + warp                        # first tile, inside expert e
         g = lane // 4
         t = lane % 4
         te = int64(e) * (ntr * kt_n) + tw0                 # the first tile, in w
@@ -483,10 +527,10 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
               uint32(nrt if nk > 0 else 0))
         jp = (int64(4 * nk * wstep), int64(4 * nk * sstep))
         jr = (int64(4 * hop * (32 * V2_LANE_WORDS)), int64(4 * hop * swords))
-        lr = uint32((warp * DECODE_RING * 32 + lane) * 4)         # bytes / 4
+        lr = uint32((warp * depth * rg * 32 + lane) * 4)          # bytes / 4
         wr = ((smem_u32(rw) + uint32(15)) & uint32(0xFFFFFFF0)) + lr * uint32(4)
         sr = ((smem_u32(rs) + uint32(7)) & uint32(0xFFFFFFF8)) + lr * uint32(sw)
-        for q in range(DECODE_RING - 1):
+        for q in range(depth - 1):
             st = produce(st, q, wr, sr, uint32(nk), uint32(npass), jp, jr)
         nit = uint32(0)                                   # items consumed
         nkm = uint32(nk_main)
@@ -494,7 +538,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         npu = uint32(npass)
         seg = 0                                           # segments done (parity: red)
         for mi in range(nrt):
-            i = bx + mi * gx
+            i = (bx + mi * gx) * rg                         # the group's first row tile
             tbase = (e * ntr + i) * kt_n
             for p in range(0, ne, SLOTS):
                 # lane (g, t) feeds routes p + g and p + 8 + g; an empty slot repeats
@@ -520,7 +564,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                     cuda.syncthreads()
                     sim = (w, s, tbase, xo, xm, nsl)
                 z = float32(0.0)
-                acc = (z, z, z, z, z, z, z, z)
+                acc = (z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z)
                 tile = tbase + warp
                 if avec != 0:
                     if nsl > 8:
@@ -540,8 +584,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 # split-K partials meet in red[seg % 2]; one barrier a segment (the
                 # buffer is written again two segments later, after the next one)
                 rb = (seg % 2) * (DECODE_WARPS * red_w)
-                base = rb + warp * red_w + lane * 8
-                for v in range(8):
+                base = rb + warp * red_w + lane * (8 * rg)
+                for v in range(8 * rg):
                     red[base + v] = acc[v]
                 cuda.syncthreads()
                 seg += 1
@@ -550,35 +594,37 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 jj = warp // 2
                 uu = warp % 2
                 q = p + 8 * jj + 2 * t + uu
-                if q < ne:
-                    bw = rb + lane * 8 + 4 * jj + uu
-                    hg = red[bw]
-                    hu = red[bw + 2]
-                    for ww in range(1, DECODE_WARPS):             # fixed order
-                        hg += red[bw + ww * red_w]
-                        hu += red[bw + ww * red_w + 2]
-                    hg *= post
-                    hu *= post
-                    r = int64(rl[q])
-                    if fc1:
-                        if gated:
-                            n = i * half + g
-                            if n < ncols:
-                                store(out, r * ncols + n, epi1(hg, hu, e, n, gsc, bias))
+                for h in range(rg):                       # the group's row tiles
+                    ih = i + h
+                    if q < ne:
+                        bw = rb + lane * (8 * rg) + 8 * h + 4 * jj + uu
+                        hg = red[bw]
+                        hu = red[bw + 2]
+                        for ww in range(1, DECODE_WARPS):             # fixed order
+                            hg += red[bw + ww * red_w]
+                            hu += red[bw + ww * red_w + 2]
+                        hg *= post
+                        hu *= post
+                        r = int64(rl[q])
+                        if fc1:
+                            if gated:
+                                n = ih * half + g
+                                if n < ncols:
+                                    store(out, r * ncols + n, epi1(hg, hu, e, n, gsc, bias))
+                            else:
+                                n = ih * V2_TILE_ROWS + g
+                                if n < ncols:
+                                    store(out, r * ncols + n,
+                                          epi1(hg, float32(0.0), e, n, gsc, bias))
+                                if n + half < ncols:
+                                    store(out, r * ncols + n + half,
+                                          epi1(hu, float32(0.0), e, n + half, gsc, bias))
                         else:
-                            n = i * V2_TILE_ROWS + g
+                            n = ih * V2_TILE_ROWS + g
                             if n < ncols:
-                                store(out, r * ncols + n,
-                                      epi1(hg, float32(0.0), e, n, gsc, bias))
+                                out[r * ncols + n] = epi2(hg, e, n, r, tw, gsc, bias)
                             if n + half < ncols:
-                                store(out, r * ncols + n + half,
-                                      epi1(hu, float32(0.0), e, n + half, gsc, bias))
-                    else:
-                        n = i * V2_TILE_ROWS + g
-                        if n < ncols:
-                            out[r * ncols + n] = epi2(hg, e, n, r, tw, gsc, bias)
-                        if n + half < ncols:
-                            out[r * ncols + n + half] = epi2(hu, e, n + half, r, tw, gsc, bias)
+                                out[r * ncols + n + half] = epi2(hu, e, n + half, r, tw, gsc, bias)
 
     c = act_code(key.dtype)
     return KernelSpec(kernel, (c, "i4[]", "i8", "i8", "i4[]", "i8", "i8", "i8", "f4[]", "u4[]",

@@ -96,7 +96,9 @@ COMBINE_TILE_N = 128                 # combine: output columns (= threads) per C
 # the mma's N side, DECODE_NTILES n-tiles of 8 routes per pass over the weights.
 # A warp takes DECODE_ROW_GROUP row tiles side by side (i, i + 1: one
 # activation load, one loop and one producer step serve both) when the
-# projection's row tile count is even, else one (decode_row_group).
+# projection's row tile count is even, else one (decode_row_group).  MXFP4
+# only for now: the NVFP4 pair kernels pass the simulator and ptxas but have
+# not run on a GPU yet.
 # Each warp streams its tiles through a ring of DECODE_RING tiles (512 weight
 # bytes + their scales each) in shared memory, filled by cp.async: DECODE_RING /
 # group stages of one k-tile of the group, so DECODE_RING - group tiles (3 to
@@ -105,7 +107,7 @@ DECODE_WARPS = 4
 DECODE_NTILES = 2
 DECODE_RING = 8
 DECODE_ROW_GROUP = 2
-DECODE_CTAS_PER_SM = 4               # H200: the pair kernels take 128 registers (docs/performance.md)
+DECODE_CTAS_PER_SM = 4               # H200: pair kernels take 128 registers (performance.md)
 assert DECODE_RING & (DECODE_RING - 1) == 0 and DECODE_RING >= 2 * DECODE_ROW_GROUP
 # ---- Weight layout v2 (pymoe/ref/layout.py is the only code that knows the
 # order): per expert, tiles of V2_TILE_ROWS rows x V2_TILE_K values, 512 bytes,
@@ -146,24 +148,26 @@ def decode_max_tokens(top_k: int) -> int:
     return max(1, min(DECODE_MAX_TOKENS, DECODE_ROUTE_CAP // max(1, top_k)))
 
 
-def decode_row_group(row_tiles: int) -> int:
+def decode_row_group(row_tiles: int, format: str) -> int:
     """Row tiles a decode warp streams side by side: DECODE_ROW_GROUP when it
-    divides the projection's row tile count, else 1."""
-    return DECODE_ROW_GROUP if row_tiles % DECODE_ROW_GROUP == 0 else 1
+    divides the projection's row tile count (MXFP4), else 1."""
+    if format != "mxfp4" or row_tiles % DECODE_ROW_GROUP:
+        return 1
+    return DECODE_ROW_GROUP
 
 
-def decode_ring_stages(row_tiles: int) -> int:
+def decode_ring_stages(row_tiles: int, format: str) -> int:
     """Stages of a decode warp's ring (each one k-tile of its row group)."""
-    return DECODE_RING // decode_row_group(row_tiles)
+    return DECODE_RING // decode_row_group(row_tiles, format)
 
 
-def decode_grid(row_tiles: int, num_routes: int, num_experts: int,
+def decode_grid(row_tiles: int, num_routes: int, num_experts: int, format: str,
                 num_sms: int = 132) -> tuple[int, int]:
     """(grid x, grid y) of a decode kernel: y = one CTA row per possible active
     expert (min(R, E)); x CTAs share the row groups (decode_row_group) evenly,
     one wave of DECODE_CTAS_PER_SM CTAs per SM in all (each CTA pays the routing
     scan once for several groups)."""
-    units = row_tiles // decode_row_group(row_tiles)
+    units = row_tiles // decode_row_group(row_tiles, format)
     gy = max(1, min(num_routes, num_experts))
     want = max(1, (DECODE_CTAS_PER_SM * num_sms) // gy)
     per = -(-units // min(units, want))

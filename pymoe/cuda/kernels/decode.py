@@ -15,8 +15,8 @@ A CTA is DECODE_WARPS warps on ONE group of G = decode_row_group(NTR, format)
 16-row tiles side by side (row tiles i .. i + G - 1; G = 2 when NTR is even and
 the format MXFP4, else 1): warp w takes k-tiles w, w+4, ... of each (split K;
 each step the CTA reads G x 2 KB of weights, one activation load serving the G
-tiles) and the partial mma fragments
-of each tile meet in shared memory in a fixed order (deterministic).  The
+tiles) and the partial mma fragments of each tile meet in shared memory in a
+fixed order (deterministic: the bits do not depend on G).  The
 routes of e ride on the mma's N side, DECODE_NTILES x 8 per pass over the group.
 Each warp's k-tiles of all its groups and passes form one stream: a lane copies
 its 16 bytes of weights and its 4 / 8 scale bytes of each tile of the group per
@@ -267,8 +267,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     ring_s = DECODE_WARPS * depth * rg * 32 * sw + 2
     wstep = DECODE_WARPS * 32 * V2_LANE_WORDS    # words from a warp's tile to its next
     sstep = DECODE_WARPS * swords
-    roww = kt_n * 32 * V2_LANE_WORDS * 4         # bytes from a row tile to the next (w)
-    rows_ = kt_n * swords * 4                    # (s)
+    next_w = kt_n * 32 * V2_LANE_WORDS * 4       # bytes from a row tile to the next: w
+    next_s = kt_n * swords * 4                   # and s
     cp_wait = make_cp_wait(depth - 1)            # produce() runs just before a step
 
     # The producer walks this warp's stream: rows row groups (bx, bx + gx, ...),
@@ -290,11 +290,11 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
             else:
                 cp_async4_g(sr + uint32(slot * sslot_b), ps)
             if pair:
-                cp_async16_g(wr + uint32(slot * wslot_b + tile_b), pw + roww)
+                cp_async16_g(wr + uint32(slot * wslot_b + tile_b), pw + next_w)
                 if nv:
-                    cp_async8_g(sr + uint32(slot * sslot_b + stile_b), ps + rows_)
+                    cp_async8_g(sr + uint32(slot * sslot_b + stile_b), ps + next_s)
                 else:
-                    cp_async4_g(sr + uint32(slot * sslot_b + stile_b), ps + rows_)
+                    cp_async4_g(sr + uint32(slot * sslot_b + stile_b), ps + next_s)
             pw += 4 * wstep
             ps += 4 * sstep
             rem = uint32(rem - uint32(1))

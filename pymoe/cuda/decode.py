@@ -2,7 +2,7 @@
 CTA reads topk_ids itself and streams one active expert's layout-v2 tiles once
 for all of that expert's routes.
 
-    decode_fc1  one launch, grid geometry.decode_grid(row tiles of w13, R, E)
+    decode_fc1  one launch, grid geometry.decode_grid(row tiles of w13, R, E, format)
     decode_fc2  one launch, the same over w2 -> route_out (fp32, valid routes)
 (then fc2.combine sums each token's k routes in j order).
 The kernels are pymoe/cuda/kernels/decode.py.

@@ -98,3 +98,20 @@ def test_tiles_live_in_geometry():
     assert geo.gate_rows("silu", 24) == 24 and geo.gate_rows("relu2", 24) == 24
     assert geo.swiglu_params("swigluoai") == (geo.SWIGLUOAI_ALPHA, geo.SWIGLUOAI_LIMIT)
     assert geo.swiglu_params("silu", limit=5) == (None, 5.0)
+
+
+def test_decode_row_groups_and_grid():
+    """Pairs of row tiles for MXFP4 with an even row tile count, else one; the
+    grid shares the groups evenly, one wave of DECODE_CTAS_PER_SM CTAs an SM."""
+    assert geo.decode_row_group(360, "mxfp4") == geo.DECODE_ROW_GROUP == 2
+    assert geo.decode_row_group(21, "mxfp4") == 1
+    assert geo.decode_row_group(360, "nvfp4") == 1
+    assert geo.decode_ring_stages(360, "mxfp4") * 2 == geo.decode_ring_stages(21, "mxfp4")
+    for tiles, fmt in ((360, "mxfp4"), (180, "mxfp4"), (21, "mxfp4"), (360, "nvfp4")):
+        units = tiles // geo.decode_row_group(tiles, fmt)
+        for routes, experts in ((4, 128), (32, 128), (256, 128), (8, 8)):
+            gx, gy = geo.decode_grid(tiles, routes, experts, fmt, 132)
+            assert gy == min(routes, experts)
+            per = -(-units // gx)
+            assert (gx - 1) * per < units <= gx * per          # every CTA has work
+            assert gx * gy <= max(gy, geo.DECODE_CTAS_PER_SM * 132)

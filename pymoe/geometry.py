@@ -35,7 +35,8 @@ __all__ = [
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
-    "decode_max_tokens", "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_RING",
+    "decode_max_tokens", "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_PAIR_CTAS_PER_SM",
+    "DECODE_RING",
     "DECODE_ROW_GROUP", "decode_row_group", "decode_ring_stages",
 ]
 
@@ -107,7 +108,8 @@ DECODE_WARPS = 4
 DECODE_NTILES = 2
 DECODE_RING = 8
 DECODE_ROW_GROUP = 2
-DECODE_CTAS_PER_SM = 4               # H200: pair kernels take 128 registers (performance.md)
+DECODE_CTAS_PER_SM = 5               # H200: 5 beat 4, 6 and 8 side by side (performance.md)
+DECODE_PAIR_CTAS_PER_SM = 4          # pair kernels: 128 registers, 46 KB shared memory
 assert DECODE_RING & (DECODE_RING - 1) == 0 and DECODE_RING >= 2 * DECODE_ROW_GROUP
 # ---- Weight layout v2 (pymoe/ref/layout.py is the only code that knows the
 # order): per expert, tiles of V2_TILE_ROWS rows x V2_TILE_K values, 512 bytes,
@@ -165,11 +167,14 @@ def decode_grid(row_tiles: int, num_routes: int, num_experts: int, format: str,
                 num_sms: int = 132) -> tuple[int, int]:
     """(grid x, grid y) of a decode kernel: y = one CTA row per possible active
     expert (min(R, E)); x CTAs share the row groups (decode_row_group) evenly,
-    one wave of DECODE_CTAS_PER_SM CTAs per SM in all (each CTA pays the routing
+    one wave in all of DECODE_CTAS_PER_SM CTAs per SM (DECODE_PAIR_CTAS_PER_SM
+    for the pair kernels, which fit only that many; each CTA pays the routing
     scan once for several groups)."""
-    units = row_tiles // decode_row_group(row_tiles, format)
+    group = decode_row_group(row_tiles, format)
+    units = row_tiles // group
+    per_sm = DECODE_PAIR_CTAS_PER_SM if group > 1 else DECODE_CTAS_PER_SM
     gy = max(1, min(num_routes, num_experts))
-    want = max(1, (DECODE_CTAS_PER_SM * num_sms) // gy)
+    want = max(1, (per_sm * num_sms) // gy)
     per = -(-units // min(units, want))
     return -(-units // per), gy
 

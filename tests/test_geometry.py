@@ -102,7 +102,7 @@ def test_tiles_live_in_geometry():
 
 def test_decode_row_groups_and_grid():
     """Pairs of row tiles for MXFP4 with an even row tile count, else one; the
-    grid shares the groups evenly, one wave of DECODE_CTAS_PER_SM CTAs an SM."""
+    grid shares the groups evenly, one wave of the CTAs an SM holds."""
     assert geo.decode_row_group(360, "mxfp4") == geo.DECODE_ROW_GROUP == 2
     assert geo.decode_row_group(21, "mxfp4") == 1
     assert geo.decode_row_group(360, "nvfp4") == 1
@@ -114,4 +114,6 @@ def test_decode_row_groups_and_grid():
             assert gy == min(routes, experts)
             per = -(-units // gx)
             assert (gx - 1) * per < units <= gx * per          # every CTA has work
-            assert gx * gy <= max(gy, geo.DECODE_CTAS_PER_SM * 132)
+            per_sm = (geo.DECODE_PAIR_CTAS_PER_SM if units < tiles
+                      else geo.DECODE_CTAS_PER_SM)
+            assert gx * gy <= max(gy, per_sm * 132)

@@ -245,20 +245,28 @@ def main(argv=None) -> int:
         p.add_argument("--format", choices=list(FORMATS), default="mxfp4")
     bp = ap.subparsers["bench"] = sub.add_parser(
         "bench", help="time the layer against the memory floor (pymoe/bench.py)")
-    bp.add_argument("--preset", type=_choices_list(PRESETS), default=["gpt-oss-120b"])
-    bp.add_argument("--tokens", type=_int_list, default=[1, 8, 64, 512])
-    bp.add_argument("--backend", choices=["auto", "ref", "cuda"], default="auto")
-    bp.add_argument("--format", choices=list(FORMATS), default="mxfp4")
-    bp.add_argument("--dtype", choices=["bfloat16", "float16"], default="bfloat16")
-    bp.add_argument("--mode", type=_choices_list(("graph", "eager")), default=["graph", "eager"])
-    bp.add_argument("--repeats", type=_int_at_least(1), default=30)
+    bp.add_argument("--preset", type=_choices_list(PRESETS), default=["gpt-oss-120b"],
+                    help="comma list of layer shapes: " + ", ".join(sorted(PRESETS))
+                    + " (default gpt-oss-120b)")
+    bp.add_argument("--tokens", type=_int_list, default=[1, 8, 64, 512],
+                    help="comma list of token counts T (default 1,8,64,512)")
+    bp.add_argument("--backend", choices=["auto", "ref", "cuda"], default="auto",
+                    help="cuda when a GPU is there (auto), else the NumPy reference")
+    bp.add_argument("--format", choices=list(FORMATS), default="mxfp4",
+                    help="weight format (random weights of the preset's shape)")
+    bp.add_argument("--dtype", choices=["bfloat16", "float16"], default="bfloat16",
+                    help="activation dtype")
+    bp.add_argument("--mode", type=_choices_list(("graph", "eager")), default=["graph", "eager"],
+                    help="comma list: graph (CUDA-graph replay) and / or eager calls")
+    bp.add_argument("--repeats", type=_int_at_least(1), default=30,
+                    help="timed runs a row (the median is reported)")
     bp.add_argument("--rotate", type=_int_at_least(1), default=4,
                     help="input sets cycled through (each its own graph)")
     bp.add_argument("--num-experts", type=_int_at_least(1), default=None,
                     help="fewer experts than the presets (a small machine)")
-    bp.add_argument("--csv", default=None)
+    bp.add_argument("--csv", default=None, help="also write the rows to this CSV file")
     bp.add_argument("--plot", default=None, help="PNG: time vs T, log axes, floor drawn")
-    bp.add_argument("--no-progress", action="store_true")
+    bp.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = ap.parse_args(argv)
     _check_args(ap, a)
     try:

@@ -98,8 +98,8 @@ COMBINE_TILE_N = 128                 # combine: output columns (= threads) per C
 # A warp takes DECODE_ROW_GROUP row tiles side by side (i, i + 1: one
 # activation load, one loop and one producer step serve both) when the
 # projection's row tile count is even, else one (decode_row_group).  MXFP4
-# only for now: the NVFP4 pair kernels pass the simulator and ptxas but have
-# not run on a GPU yet.
+# only for now: the NVFP4 pair kernels need 51.4 KB of static shared memory,
+# over the 48 KB ptxas allows (docs/performance.md, Speed I step 3).
 # Each warp streams its tiles through a ring of DECODE_RING tiles (512 weight
 # bytes + their scales each) in shared memory, filled by cp.async: DECODE_RING /
 # group stages of one k-tile of the group, so DECODE_RING - group tiles (3 to

@@ -36,8 +36,8 @@ from numba.cuda.extending import intrinsic
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pymoe.cuda.kernels.ptx import (cp_async16_g, cp_commit, gaddr, lds4,  # noqa: E402
-                                    make_cp_wait, smem_u32)
+from pymoe.cuda.kernels.ptx import (_asm, _u32, cp_async16_g, cp_commit, gaddr,  # noqa: E402
+                                    lds4, make_cp_wait, smem_u32)
 from pymoe.cuda.launch import KernelSpec  # noqa: E402
 
 RING = 16                                    # tiles of ring a warp (8 KB)
@@ -48,15 +48,6 @@ WARPS = 4
 RING_WORDS = WARPS * RING * TILE // 4 + 4    # + 16 bytes to align up
 BAR_WORDS = WARPS * SLOTS * 2 + 2            # 8-byte mbarriers, + alignment
 _I32 = ir.IntType(32)
-
-
-def _asm(builder, ret, text, cons, vals):
-    fnty = ir.FunctionType(ret, [v.type for v in vals])
-    return builder.call(ir.InlineAsm(fnty, text, cons, side_effect=True), vals)
-
-
-def _u32(context, builder, typ, val):
-    return context.cast(builder, val, typ, types.uint32)
 
 
 @intrinsic

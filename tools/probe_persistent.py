@@ -36,21 +36,12 @@ from numba.cuda.extending import intrinsic
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pymoe.cuda.kernels.ptx import _elem_addr  # noqa: E402
+from pymoe.cuda.kernels.ptx import _asm, _elem_addr  # noqa: E402
 from pymoe.cuda.launch import KernelSpec  # noqa: E402
 
 THREADS = 128
 W = THREADS                                  # a values per phase A item
 NA, NB = 24, 16                              # items per expert in each phase
-
-
-def _asm(builder, ret, text, cons, vals):
-    fnty = ir.FunctionType(ret, [v.type for v in vals])
-    return builder.call(ir.InlineAsm(fnty, text, cons, side_effect=True), vals)
-
-
-def _ptr(context, builder, aryty, ary, idx, idxty):
-    return _elem_addr(context, builder, aryty, ary, idxty, idx)
 
 
 @intrinsic
@@ -59,7 +50,7 @@ def ld_acquire(typingctx, arr, idx):
     sig = types.int32(arr, idx)
 
     def codegen(context, builder, signature, args):
-        p = _ptr(context, builder, signature.args[0], args[0], args[1], signature.args[1])
+        p = _elem_addr(context, builder, signature.args[0], args[0], signature.args[1], args[1])
         return _asm(builder, ir.IntType(32), "ld.acquire.gpu.global.u32 $0, [$1];",
                     "=r,l,~{memory}", [p])
     return sig, codegen
@@ -71,7 +62,7 @@ def add_release(typingctx, arr, idx, v):
     sig = types.int32(arr, idx, v)
 
     def codegen(context, builder, signature, args):
-        p = _ptr(context, builder, signature.args[0], args[0], args[1], signature.args[1])
+        p = _elem_addr(context, builder, signature.args[0], args[0], signature.args[1], args[1])
         x = context.cast(builder, args[2], signature.args[2], types.int32)
         return _asm(builder, ir.IntType(32), "atom.add.release.gpu.global.u32 $0, [$1], $2;",
                     "=r,l,r,~{memory}", [p, x])
@@ -84,7 +75,7 @@ def st_relaxed(typingctx, arr, idx, v):
     sig = types.void(arr, idx, v)
 
     def codegen(context, builder, signature, args):
-        p = _ptr(context, builder, signature.args[0], args[0], args[1], signature.args[1])
+        p = _elem_addr(context, builder, signature.args[0], args[0], signature.args[1], args[1])
         x = context.cast(builder, args[2], signature.args[2], types.int32)
         _asm(builder, ir.VoidType(), "st.relaxed.gpu.global.u32 [$0], $1;", "l,r,~{memory}",
              [p, x])

@@ -179,9 +179,14 @@ ld_nc2 = _make_ld(2, "ld.global.nc.v2.u32")
 # ---- cp.async rings (decode kernels): shared addresses are 32-bit shared-window
 # addresses (smem_u32).  Every asm below that touches shared memory is volatile
 # with a memory clobber, so LLVM keeps them in program order around the waits.
+def _asm(builder, ret, text, cons, vals):
+    """A volatile inline asm of result type ret (the probes' intrinsics use it too)."""
+    fnty = ir.FunctionType(ret, [v.type for v in vals])
+    return builder.call(ir.InlineAsm(fnty, text, cons, side_effect=True), vals)
+
+
 def _void_asm(builder, text, cons, vals):
-    fnty = ir.FunctionType(ir.VoidType(), [v.type for v in vals])
-    builder.call(ir.InlineAsm(fnty, text, cons, side_effect=True), vals)
+    _asm(builder, ir.VoidType(), text, cons, vals)
 
 
 @intrinsic

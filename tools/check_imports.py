@@ -27,7 +27,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("io", ("pymoe.io",)),
     ("gpu probe", ("pymoe.cuda.availability",)),
     # NumPy twins: shared math below the kernels, the package on top
-    ("ref helpers", ("pymoe.ref.dequant", "pymoe.ref.routes", "pymoe.ref.layout")),
+    ("ref helpers", ("pymoe.ref.dequant", "pymoe.ref.routes", "pymoe.ref.layout",
+                     "pymoe.ref.wgmma")),
     ("ref math", ("pymoe.ref.expert",)),
     ("ref kernels", ("pymoe.ref.route_pack", "pymoe.ref.fc1", "pymoe.ref.fc2",
                      "pymoe.ref.decode")),
@@ -35,6 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # CUDA device code: helpers, tiles, GEMMs, kernels, the registry
     ("device helpers", ("pymoe.cuda.kernels.intrinsics", "pymoe.cuda.kernels.ptx",
                         "pymoe.cuda.kernels.spec", "pymoe.cuda.kernels.routes")),
+    ("device wgmma", ("pymoe.cuda.kernels.wgmma",)),
     ("device tiles", ("pymoe.cuda.kernels.common",)),
     ("device gemms", ("pymoe.cuda.kernels.gemm_fma", "pymoe.cuda.kernels.gemm_mma")),
     ("device gemm choice", ("pymoe.cuda.kernels.gemm",)),

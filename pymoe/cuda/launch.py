@@ -304,7 +304,13 @@ def _compile(spec: KernelSpec, cc: tuple[int, int]) -> str:
         saved = nd.get_current_device
         nd.get_current_device = lambda: _TargetDevice(cc)
         try:
-            ptx, _ = cuda.compile_ptx(spec.pyfunc, spec.signature, cc=cc)
+            target = tuple(cc)
+            if spec.arch_specific:
+                if target[:2] != (9, 0):
+                    raise ValueError(f"{spec.pyfunc.__name__}: an sm_90a kernel (wgmma) runs on "
+                                     f"compute capability 9.0 only, not {target[:2]}")
+                target = (9, 0, "a")
+            ptx, _ = cuda.compile_ptx(spec.pyfunc, spec.signature, cc=target)
         finally:
             nd.get_current_device = saved
     _STATS["compiled"] += 1

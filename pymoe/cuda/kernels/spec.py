@@ -32,10 +32,13 @@ NUMPY_TYPES = {"u1[]": np.uint8, "u2[]": np.uint16, "f2[]": np.float16, "u4[]": 
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """pyfunc: the kernel; argtypes: one ABI code per argument; threads per CTA."""
+    """pyfunc: the kernel; argtypes: one ABI code per argument; threads per CTA;
+    arch_specific: compiled for the device's arch-specific target (sm_90a: wgmma),
+    which runs on that compute capability only."""
     pyfunc: Callable
     argtypes: tuple[str, ...]
     threads: int
+    arch_specific: bool = False
 
     @property
     def signature(self):

@@ -1,0 +1,161 @@
+"""Hopper warpgroup MMA (wgmma, sm_90a) from Numba: the intrinsics Speed II's
+prefill main loop is built from.  GPU only (no simulator twin); the layouts
+they read and write are pymoe/ref/wgmma.py, their NumPy twin.
+
+    wgmma_fence()              wgmma.fence: register / shared writes before it are
+                               seen by the next mma_async
+    wgmma_commit()             wgmma.commit_group
+    make_wgmma_wait(n)         -> wait(): wgmma.wait_group n
+    fence_proxy_async()        fence.proxy.async.shared::cta: ordinary shared
+                               stores made visible to the tensor cores
+    make_acc_fill(n)           -> fill(v): n/2 float32 accumulators set to v by ONE
+                               volatile asm (no register moves land between the
+                               fence and the first mma)
+    make_wgmma_rs(n, dtype)    -> mma(acc, a0, a1, a2, a3, desc, scale_d): D (64 x n,
+                               fp32, n/2 per thread) = A (64 x 16 from registers,
+                               4 packed pairs per thread) x B (16 x n from shared
+                               memory through the 64-bit descriptor desc) + D
+                               (scale_d != 0) or + 0 (scale_d == 0); B K-major
+    wgmma_desc(saddr, lbo, sbo)   the no-swizzle descriptor of a B image at shared
+                               address saddr (pymoe.ref.wgmma.descriptor is its twin)
+    store_acc(arr, base, acc)  arr[base + i] = acc[i] (float32 array, every i)
+
+Kernels that use them compile for sm_90a (KernelSpec.arch_specific).  The
+accumulator tuple is tied to the asm's outputs, so it stays in registers; every
+asm here is volatile with a memory clobber, which keeps program order.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.cuda.extending import intrinsic
+
+from .ptx import _asm, _void_asm
+
+__all__ = ["wgmma_fence", "wgmma_commit", "make_wgmma_wait", "fence_proxy_async",
+           "make_acc_fill", "make_wgmma_rs", "wgmma_desc", "store_acc", "WGMMA_N"]
+
+WGMMA_N = tuple(range(8, 257, 8))        # the n of m64nNk16 (dense bf16 / f16)
+_F32 = ir.FloatType()
+_I64 = ir.IntType(64)
+
+
+def _void(text):
+    @intrinsic
+    def f(typingctx):
+        def codegen(context, builder, signature, args):
+            _void_asm(builder, text, "~{memory}", [])
+            return context.get_dummy_value()
+        return types.void(), codegen
+    return f
+
+
+wgmma_fence = _void("wgmma.fence.sync.aligned;")
+wgmma_commit = _void("wgmma.commit_group.sync.aligned;")
+fence_proxy_async = _void("fence.proxy.async.shared::cta;")
+
+
+def make_wgmma_wait(n: int):
+    """wait(): wgmma.wait_group n (at most n committed groups still pending)."""
+    if not 0 <= n <= 7:
+        raise ValueError(f"wgmma wait_group: n={n}, expected 0..7")
+    return _void(f"wgmma.wait_group.sync.aligned {n};")
+
+
+def _check_n(n: int) -> int:
+    if n not in WGMMA_N:
+        raise ValueError(f"wgmma m64nNk16: n={n}, expected a multiple of 8 in 8..256")
+    return n // 2
+
+
+def make_acc_fill(n: int):
+    """fill(v) -> a UniTuple of n/2 float32, every one v."""
+    nacc = _check_n(n)
+    tup = types.UniTuple(types.float32, nacc)
+
+    @intrinsic
+    def fill(typingctx, value):
+        if not isinstance(value, types.Float):
+            return None
+
+        def codegen(context, builder, signature, args):
+            v = context.cast(builder, args[0], signature.args[0], types.float32)
+            text = "\n".join(f"mov.b32 ${i}, ${nacc};" for i in range(nacc))
+            cons = ",".join(["=f"] * nacc + ["f", "~{memory}"])
+            r = _asm(builder, ir.LiteralStructType([_F32] * nacc), text, cons, [v])
+            return context.make_tuple(builder, tup, [builder.extract_value(r, i)
+                                                     for i in range(nacc)])
+        return tup(value), codegen
+    return fill
+
+
+def make_wgmma_rs(n: int, dtype: str):
+    """mma(acc, a0, a1, a2, a3, desc, scale_d) -> acc: one
+    wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} with A from registers
+    and a K-major B (imm-trans-b 0); scale_d == 0 drops the old acc."""
+    nacc = _check_n(n)
+    ab = {"bfloat16": "bf16", "float16": "f16"}.get(dtype)
+    if ab is None:
+        raise ValueError(f"wgmma: dtype {dtype!r}, expected 'bfloat16' or 'float16'")
+    ia, idesc, isd = nacc, nacc + 4, nacc + 5
+    dlist = ", ".join(f"${i}" for i in range(nacc))
+    text = ("{\n.reg .pred p;\n"
+            f"setp.ne.b32 p, ${isd}, 0;\n"
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} "
+            f"{{{dlist}}}, {{${ia}, ${ia + 1}, ${ia + 2}, ${ia + 3}}}, ${idesc}, p, 1, 1, 0;\n}}")
+    cons = ",".join(["=f"] * nacc + ["r"] * 4 + ["l", "r"] + [str(i) for i in range(nacc)]
+                    + ["~{memory}"])
+
+    @intrinsic
+    def mma(typingctx, acc, a0, a1, a2, a3, desc, scale_d):
+        if not (isinstance(acc, types.UniTuple) and acc.count == nacc):
+            return None
+        sig = acc(acc, a0, a1, a2, a3, desc, scale_d)
+
+        def codegen(context, builder, signature, args):
+            accv = [builder.extract_value(args[0], i) for i in range(nacc)]
+            a = [context.cast(builder, args[1 + i], signature.args[1 + i], types.uint32)
+                 for i in range(4)]
+            d = context.cast(builder, args[5], signature.args[5], types.int64)
+            sd = context.cast(builder, args[6], signature.args[6], types.int32)
+            r = _asm(builder, ir.LiteralStructType([_F32] * nacc), text, cons, a + [d, sd] + accv)
+            return context.make_tuple(builder, signature.return_type,
+                                      [builder.extract_value(r, i) for i in range(nacc)])
+        return sig, codegen
+    return mma
+
+
+@intrinsic
+def wgmma_desc(typingctx, saddr, lbo, sbo):
+    """int64 descriptor: start address (bits 0-13), leading byte offset (16-29),
+    stride byte offset (32-45), all in 16-byte units; base offset 0, no swizzle."""
+    if not all(isinstance(t, types.Integer) for t in (saddr, lbo, sbo)):
+        return None
+    sig = types.int64(saddr, lbo, sbo)
+
+    def codegen(context, builder, signature, args):
+        v = [context.cast(builder, x, t, types.int64) for x, t in zip(args, signature.args)]
+        m14 = ir.Constant(_I64, 0x3FFF)
+        f = [builder.and_(builder.lshr(x, ir.Constant(_I64, 4)), m14) for x in v]
+        return builder.or_(builder.or_(f[0], builder.shl(f[1], ir.Constant(_I64, 16))),
+                           builder.shl(f[2], ir.Constant(_I64, 32)))
+    return sig, codegen
+
+
+@intrinsic
+def store_acc(typingctx, arr, base, acc):
+    """arr[base + i] = acc[i] for every i of a float32 accumulator tuple (constant
+    indices: the tuple stays in registers)."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.float32
+            and isinstance(base, types.Integer) and isinstance(acc, types.UniTuple)):
+        return None
+    count = acc.count
+
+    def codegen(context, builder, signature, args):
+        a = context.make_array(signature.args[0])(context, builder, value=args[0])
+        b = context.cast(builder, args[1], signature.args[1], types.int64)
+        for i in range(count):
+            p = builder.gep(a.data, [builder.add(b, ir.Constant(_I64, i))])
+            builder.store(builder.extract_value(args[2], i), p)
+        return context.get_dummy_value()
+    return types.void(arr, base, acc), codegen

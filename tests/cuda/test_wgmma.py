@@ -1,0 +1,154 @@
+"""wgmma (Hopper warpgroup MMA, sm_90a) from Numba: the intrinsics of
+pymoe/cuda/kernels/wgmma.py against their NumPy layouts (pymoe/ref/wgmma.py).
+The layouts are checked on the CPU (every element lands once), the kernel's PTX
+with no GPU (sm_90a, wgmma, no local memory, the local ptxas accepts it), and one
+m64nNk16 chain on the H200 against NumPy, exactly (small integers: every sum is
+exact in fp32)."""
+import numpy as np
+import pytest
+
+from pymoe.ref import wgmma as lay
+from tests.cuda.ptxas import assemble
+
+numba = pytest.importorskip("numba")
+
+KS = 4                                   # k-steps a test kernel chains (K = 64)
+
+
+def _operands(n, seed):
+    rng = np.random.default_rng(seed)
+    A = rng.integers(-4, 5, (64, 16 * KS)).astype(np.float32)
+    B = rng.integers(-4, 5, (16 * KS, n)).astype(np.float32)
+    return A, B
+
+
+def _emulate(afrag, img, desc_lbo, desc_sbo, n, dtype):
+    """D from the fragments and the image alone, as the PTX ISA reads them."""
+    def val(bits):
+        bits = np.asarray(bits, np.uint32)
+        if dtype == "bfloat16":
+            return (bits << 16).view(np.float32).astype(np.float64)
+        return bits.astype(np.uint16).view(np.float16).astype(np.float64)
+    A = np.full((64, 16 * KS), np.nan)
+    t = np.arange(128)
+    w, g, q = t // 32, (t % 32) // 4, t % 4
+    for s in range(KS):
+        for r, (dr, dk) in enumerate(((0, 0), (8, 0), (0, 8), (8, 8))):
+            A[16 * w + g + dr, 16 * s + 2 * q + dk] = val(afrag[s, :, r] & 0xFFFF)
+            A[16 * w + g + dr, 16 * s + 2 * q + dk + 1] = val(afrag[s, :, r] >> 16)
+    B = np.full((16 * KS, n), np.nan)
+    kk, nn = np.meshgrid(np.arange(16), np.arange(n), indexing="ij")
+    off = (nn // 8) * desc_sbo + (kk // 8) * desc_lbo + (nn % 8) * 16 + (kk % 8) * 2
+    for s in range(KS):
+        B[16 * s:16 * s + 16] = val(img[s][off // 2])
+    D = A @ B
+    raw = np.zeros((128, n // 2))
+    for i in range(n // 2):
+        j, v = divmod(i, 4)
+        raw[:, i] = D[16 * w + g + 8 * (v // 2), 8 * j + 2 * q + v % 2]
+    return raw
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("n", [8, 64, 256])
+def test_layouts_place_every_element_once(dtype, n):
+    A, B = _operands(n, n)
+    raw = _emulate(lay.a_fragments(A, dtype), lay.b_image(B, dtype), 128, 256, n, dtype)
+    np.testing.assert_array_equal(lay.d_unpack(raw, n), A.astype(np.float64) @ B)
+    assert lay.descriptor(0x1230, 128, 256) == (0x123 | (8 << 16) | (16 << 32))
+    with pytest.raises(ValueError, match="lbo"):
+        lay.b_image(B, dtype, lbo=16, sbo=256)                   # cores overlap
+
+
+def _kernel(n, dtype, lbo, sbo):
+    from numba import cuda, int32, int64, uint32
+    from pymoe.cuda.kernels.ptx import smem_u32
+    from pymoe.cuda.kernels.wgmma import (fence_proxy_async, make_acc_fill, make_wgmma_rs,
+                                          make_wgmma_wait, store_acc, wgmma_commit,
+                                          wgmma_desc, wgmma_fence)
+    from pymoe.cuda.launch import KernelSpec
+    nacc = n // 2
+    tile_b = 32 * n                                  # one k-step's image, bytes
+    words = KS * tile_b // 4
+    smem_words = words + 32                          # + 128 B to align the image
+    fill = make_acc_fill(n)
+    mma = make_wgmma_rs(n, dtype)
+    wait0 = make_wgmma_wait(0)
+
+    def k(afrag, img, out, scale_d, init):
+        sm = cuda.shared.array(smem_words, uint32)
+        t = cuda.threadIdx.x
+        base = smem_u32(sm)
+        sb = (base + uint32(127)) & uint32(0xFFFFFF80)
+        o = (sb - base) // uint32(4)
+        for i in range(t, words, 128):
+            sm[o + i] = img[i]
+        fence_proxy_async()
+        cuda.syncthreads()
+        a = afrag
+        a0, a1, a2, a3 = a[4 * t], a[4 * t + 1], a[4 * t + 2], a[4 * t + 3]
+        b0, b1, b2, b3 = (a[512 + 4 * t], a[512 + 4 * t + 1], a[512 + 4 * t + 2],
+                          a[512 + 4 * t + 3])
+        c0, c1, c2, c3 = (a[1024 + 4 * t], a[1024 + 4 * t + 1], a[1024 + 4 * t + 2],
+                          a[1024 + 4 * t + 3])
+        e0, e1, e2, e3 = (a[1536 + 4 * t], a[1536 + 4 * t + 1], a[1536 + 4 * t + 2],
+                          a[1536 + 4 * t + 3])
+        acc = fill(init)
+        wgmma_fence()
+        acc = mma(acc, a0, a1, a2, a3, wgmma_desc(sb, lbo, sbo), int32(scale_d))
+        acc = mma(acc, b0, b1, b2, b3, wgmma_desc(sb + uint32(tile_b), lbo, sbo), int32(1))
+        acc = mma(acc, c0, c1, c2, c3, wgmma_desc(sb + uint32(2 * tile_b), lbo, sbo),
+                  int32(1))
+        acc = mma(acc, e0, e1, e2, e3, wgmma_desc(sb + uint32(3 * tile_b), lbo, sbo),
+                  int32(1))
+        wgmma_commit()
+        wait0()
+        store_acc(out, int64(t) * nacc, acc)
+
+    return KernelSpec(k, ("u4[]", "u4[]", "f4[]", "i8", "f4"), 128, arch_specific=True)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("n", [64, 256])
+def test_wgmma_kernel_ptx(dtype, n):
+    """sm_90a PTX with 4 wgmma.mma_async, no local memory; the local ptxas (when
+    there is one) assembles it without a stack frame."""
+    from pymoe.cuda import launch
+    ptx = launch._compile(_kernel(n, dtype, 128, 256), (9, 0))
+    ab = "bf16" if dtype == "bfloat16" else "f16"
+    assert ".target sm_90a" in ptx
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab}") == KS
+    assert "wgmma.fence.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned 0" in ptx
+    assert ".local" not in ptx
+    rep = assemble(ptx, arch="sm_90a")
+    if rep is not None:
+        assert "0 bytes stack frame" in rep, rep
+        assert "serializ" not in rep.lower(), rep                # ptxas kept them async
+
+
+def test_sm90a_kernels_refuse_other_devices():
+    from pymoe.cuda import launch
+    with pytest.raises(ValueError, match="compute capability 9.0 only"):
+        launch._compile(_kernel(64, "bfloat16", 128, 256), (8, 0))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("n", [64, 128, 256])
+@pytest.mark.parametrize("scale_d", [0, 1])
+def test_wgmma_matches_numpy(dtype, n, scale_d):
+    """D = A @ B (+ init when scale_d) exactly, through pymoe's launch path, with
+    NaN-poisoned output."""
+    import cupy as cp
+    from pymoe.cuda.launch import load_spec
+    A, B = _operands(n, 7 * n + scale_d)
+    afrag = lay.a_fragments(A, dtype)
+    img = lay.b_image(B, dtype)
+    out = cp.full(128 * (n // 2), np.nan, cp.float32)
+    init = np.float32(3.0)
+    load_spec(_kernel(n, dtype, 128, 256)).launch(
+        (1,), (cp.asarray(afrag.ravel()), cp.asarray(img.view(np.uint32).ravel()), out,
+               np.int64(scale_d), init))
+    got = lay.d_unpack(out.get().reshape(128, n // 2), n)
+    want = A.astype(np.float64) @ B + (float(init) if scale_d else 0.0)
+    np.testing.assert_array_equal(got, want)

@@ -62,6 +62,7 @@ DECODE_MAX_TOKENS = 64
 # An expert's route list lives in shared memory: at most DECODE_ROUTE_CAP routes
 # (T*k) per decode call, so a large top_k moves the cut down.
 DECODE_ROUTE_CAP = 1024
+assert DECODE_ROUTE_CAP <= 2**15 - 1          # the decode kernels keep routes as int16
 
 # Arena offsets are aligned to 128 bytes: a full L2 line / 8 x 16-byte vector
 # loads, and more than the 16 bytes any kernel's vector load needs.
@@ -97,9 +98,9 @@ COMBINE_TILE_N = 128                 # combine: output columns (= threads) per C
 # the mma's N side, DECODE_NTILES n-tiles of 8 routes per pass over the weights.
 # A warp takes DECODE_ROW_GROUP row tiles side by side (i, i + 1: one
 # activation load, one loop and one producer step serve both) when the
-# projection's row tile count is even, else one (decode_row_group).  MXFP4
-# only for now: the NVFP4 pair kernels need 51.4 KB of static shared memory,
-# over the 48 KB ptxas allows (docs/performance.md, Speed I step 3).
+# projection's row tile count is even, else one (decode_row_group).  Both
+# formats: with int16 route tables the NVFP4 pair kernels need 47.3 KB of
+# static shared memory, under the 48 KB ptxas allows.
 # Each warp streams its tiles through a ring of DECODE_RING tiles (512 weight
 # bytes + their scales each) in shared memory, filled by cp.async: DECODE_RING /
 # group stages of one k-tile of the group, so DECODE_RING - group tiles (3 to
@@ -109,7 +110,7 @@ DECODE_NTILES = 2
 DECODE_RING = 8
 DECODE_ROW_GROUP = 2
 DECODE_CTAS_PER_SM = 5               # H200: 5 beat 4, 6 and 8 side by side (performance.md)
-DECODE_PAIR_CTAS_PER_SM = 4          # pair kernels: 128 registers, 46 KB shared memory
+DECODE_PAIR_CTAS_PER_SM = 4          # pair kernels: 128 registers, 42-47 KB shared memory
 assert DECODE_RING & (DECODE_RING - 1) == 0 and DECODE_RING >= 2 * DECODE_ROW_GROUP
 # ---- Weight layout v2 (pymoe/ref/layout.py is the only code that knows the
 # order): per expert, tiles of V2_TILE_ROWS rows x V2_TILE_K values, 512 bytes,
@@ -152,8 +153,9 @@ def decode_max_tokens(top_k: int) -> int:
 
 def decode_row_group(row_tiles: int, format: str) -> int:
     """Row tiles a decode warp streams side by side: DECODE_ROW_GROUP when it
-    divides the projection's row tile count (MXFP4), else 1."""
-    if format != "mxfp4" or row_tiles % DECODE_ROW_GROUP:
+    divides the projection's row tile count, else 1 (``format``: both the same
+    today; NVFP4's ring is the larger)."""
+    if row_tiles % DECODE_ROW_GROUP:
         return 1
     return DECODE_ROW_GROUP
 

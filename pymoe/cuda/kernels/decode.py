@@ -39,7 +39,7 @@ same decoder, in plain code.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float32, int32, int64, uint32
+from numba import cuda, float32, int16, int32, int64, uint32
 
 from ...geometry import (DECODE_NTILES, DECODE_ROUTE_CAP, DECODE_WARPS, V2_LANE_WORDS,
                          V2_TILE_K, V2_TILE_ROWS, LaunchKey, decode_ring_stages,
@@ -447,8 +447,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         gy = cuda.gridDim.y
         bm = cuda.shared.array(32, uint32)
         info = cuda.shared.array(2, int32)              # [expert, routes]
-        rl = cuda.shared.array(DECODE_ROUTE_CAP, int32)     # e's routes r
-        rt = cuda.shared.array(DECODE_ROUTE_CAP, int32)     # and their activation rows
+        rl = cuda.shared.array(DECODE_ROUTE_CAP, int16)     # e's routes r
+        rt = cuda.shared.array(DECODE_ROUTE_CAP, int16)     # and their activation rows
         xo = cuda.shared.array(SLOTS, int64)                # (simulator's step only)
         xm = cuda.shared.array(SLOTS, float32)
         red = cuda.shared.array(red_n, float32)
@@ -503,8 +503,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         for r in range(tid, n_routes, THREADS):
             if local_expert(ids, stride, r, emap, has_map, num_ids) == e:
                 pos = cuda.atomic.add(info, 1, 1)
-                rl[pos] = r
-                rt[pos] = r // top_k if fc1 else r
+                rl[pos] = int16(r)
+                rt[pos] = int16(r // top_k if fc1 else r)
         cuda.syncthreads()
         ne = info[1]
         # this warp's stream: row groups bx, bx + gx, ... (nrt; group u = row tiles

@@ -42,13 +42,14 @@ def get_bool(name: str, default: bool) -> bool:
 
 
 def gemm_variant() -> str:
-    """The packed regime's block GEMM: 'mma' (tensor cores) or 'fma'.  Numba's
+    """The packed regime's block GEMM: 'mma' (tensor cores), 'wgmma' (Hopper's
+    warpgroup MMA, sm_90a only) or 'fma'.  Numba's
     simulator (NUMBA_ENABLE_CUDASIM=1) cannot run inline PTX, so it always gets
     'fma'; on a GPU PYMOE_GEMM picks (default 'mma').  The one place that reads
     PYMOE_GEMM: launch keys carry the choice from here (LaunchKey.gemm)."""
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         return "fma"
     v = get_str("PYMOE_GEMM", "mma")
-    if v not in ("mma", "fma"):
-        raise ValueError(f"PYMOE_GEMM={v!r}: expected 'mma' or 'fma'")
+    if v not in ("mma", "fma", "wgmma"):
+        raise ValueError(f"PYMOE_GEMM={v!r}: expected 'mma', 'wgmma' or 'fma'")
     return v

@@ -33,6 +33,7 @@ __all__ = [
     "padded_k", "GEMMS", "SWIGLUOAI_ALPHA", "SWIGLUOAI_LIMIT", "swiglu_params",
     "GEMM_THREADS", "GEMM_TILE_ROWS", "fc1_tile_n", "FC2_TILE_N", "COMBINE_TILE_N",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS",
+    "WGMMA_RING", "WGMMA_FOLD_BYTES", "wgmma_scale_fold_ok",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
     "decode_max_tokens", "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_PAIR_CTAS_PER_SM",
@@ -73,9 +74,19 @@ ALIGN = 128
 K_ALIGN = 32
 
 # The packed regime's block GEMM (fc1, fc2) on a GPU: 'mma' (tensor cores,
-# mma.sync m16n8k16) or 'fma' (CUDA cores; the only one the simulator can run,
-# it has no inline PTX).  Chosen once per key (LaunchKey.gemm, from PYMOE_GEMM).
-GEMMS = ("mma", "fma")
+# mma.sync m16n8k16), 'wgmma' (Hopper's warpgroup MMA, sm_90a only) or 'fma'
+# (CUDA cores; the only one the simulator can run, it has no inline PTX).
+# Chosen once per key (LaunchKey.gemm, from PYMOE_GEMM).
+GEMMS = ("mma", "fma", "wgmma")
+# wgmma: chunk images (32 K values of the block's routes) in the B ring: two
+# multiply while two are written (kernels/gemm_wgmma.py).
+WGMMA_RING = 4
+# wgmma folds MXFP4's E8M0 scale into the 16-bit weights (exact packed
+# multiply): exact when 2^(byte - 127) times every E2M1 value (0.5 .. 6) is a
+# finite dtype value on its grid: bf16 for bytes 0 .. 252, fp16 for 104 .. 140
+# (0.5 * 2^-23 = fp16's least subnormal, 6 * 2^13 < 65504).  Byte 255 (NaN)
+# gives NaN either way.
+WGMMA_FOLD_BYTES = {"bfloat16": (0, 252), "float16": (104, 140)}
 
 # gpt-oss's swigluoai constants (model.py): gate * sigmoid(1.702 * gate) * (up + 1)
 # with gate <= 7 and |up| <= 7.
@@ -365,7 +376,7 @@ class LaunchKey:
     kernel: route_pack / fc1 / fc2 / combine / decode_fc1 / decode_fc2, or
     dequant_w13 / dequant_w2 (the debugging twin, outside any plan)
     tile_n: output columns per CTA (the kernel's grid and tile follow it)
-    gemm: the block GEMM of fc1 / fc2 ('mma' or 'fma', GEMMS), '' for the rest
+    gemm: the block GEMM of fc1 / fc2 ('mma', 'fma' or 'wgmma', GEMMS), '' for the rest
     """
     kernel: str
     format: str
@@ -408,6 +419,16 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                       intermediate_size=0),
             LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation), gemm=gemm, **common),
             LaunchKey("fc2", block=b, tile_n=FC2_TILE_N, gemm=gemm, **common), combine)
+
+
+def wgmma_scale_fold_ok(format: str, dtype: str, lo: int, hi: int) -> bool:
+    """Whether the wgmma GEMM's folded scales are exact for weights whose scale
+    bytes other than 255 (NaN, which stays NaN) span lo .. hi.  NVFP4's E4M3
+    scales always are (at most 4 significant bits, 2^-9 .. 448)."""
+    if format != "mxfp4":
+        return True
+    a, b = WGMMA_FOLD_BYTES[dtype]
+    return a <= lo and hi <= b
 
 
 def dequant_launch_key(which: str, *, format: str, activation: str, hidden_size: int,

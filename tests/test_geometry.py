@@ -76,8 +76,10 @@ def test_launch_keys_hashable_and_bucketed():
     assert all(k.kernel for k in geo.launch_keys("decode", None, **kw))
     fma = geo.launch_keys("packed", 16, **{**kw, "gemm": "fma"})
     assert [k.gemm for k in fma] == ["", "fma", "fma", ""] and fma[1] != a[1]
-    with pytest.raises(ValueError, match="gemm='wgmma'"):
-        geo.launch_keys("packed", 16, **{**kw, "gemm": "wgmma"})
+    wg = geo.launch_keys("packed", 16, **{**kw, "gemm": "wgmma"})
+    assert [k.gemm for k in wg] == ["", "wgmma", "wgmma", ""] and wg[1] != a[1]
+    with pytest.raises(ValueError, match="gemm='hgmma'"):
+        geo.launch_keys("packed", 16, **{**kw, "gemm": "hgmma"})
 
 
 def test_tiles_live_in_geometry():

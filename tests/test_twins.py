@@ -14,7 +14,8 @@ import pymoe.ref
 pytest.importorskip("numba")
 
 KERNEL_MODULES = ["route_pack", "fc1", "fc2", "decode", "dequant"]
-REF_HELPERS = {"expert", "routes", "layout"}   # what the reference kernels share
+REF_HELPERS = {"expert", "routes", "layout",   # what the reference kernels share
+               "wgmma"}                        # wgmma's operand layouts (kernels/wgmma.py)
 
 
 def _params(fn):

@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ..geometry import WGMMA_FOLD_BYTES, LaunchKey, wgmma_scale_fold_ok
 from ..ref.layout import pack as layout_pack
 from ..weights import ExpertWeights
 from .kernels.common import scale_lut
 from .kernels.intrinsics import SIM
 
-__all__ = ["DeviceWeights", "to_device"]
+__all__ = ["DeviceWeights", "to_device", "check_gemm_scales"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -34,6 +35,9 @@ class DeviceWeights(ExpertWeights):
     w13_v2 / w2_v2        uint32: the weights in layout v2 (pymoe/ref/layout.py),
                           flat, read by the decode kernels
     w13_v2_scales / w2_v2_scales  uint32 views of their v2 scale bytes
+    scale_bytes           (lo, hi): the least and greatest scale byte of both
+                          projections other than 255 (MXFP4 NaN); (0, 0) if none.
+                          The wgmma GEMM checks them (geometry.wgmma_scale_fold_ok)
     """
     w13_words: Any
     w2_words: Any
@@ -42,6 +46,7 @@ class DeviceWeights(ExpertWeights):
     w13_v2_scales: Any
     w2_v2: Any
     w2_v2_scales: Any
+    scale_bytes: tuple
     device_id: int
 
     def __repr__(self) -> str:
@@ -76,6 +81,14 @@ def _pack_v2(xp, experts: ExpertWeights, w, scales, which: str):
     return xp.concatenate([p[0] for p in parts]), xp.concatenate([p[1] for p in parts])
 
 
+def _scale_bytes(experts: ExpertWeights) -> tuple[int, int]:
+    """(lo, hi) of the host scale bytes other than 255, both projections."""
+    counts = sum(np.bincount(np.asarray(s, np.uint8).reshape(-1), minlength=256)
+                 for s in (experts.w13_scales, experts.w2_scales))
+    used = np.flatnonzero(counts[:255])
+    return (int(used[0]), int(used[-1])) if used.size else (0, 0)
+
+
 def to_device(experts: ExpertWeights) -> DeviceWeights:
     """Upload prepared weights to the current device (once; later calls hit a
     cache).  DeviceWeights pass through unchanged."""
@@ -108,6 +121,20 @@ def to_device(experts: ExpertWeights) -> DeviceWeights:
                       w13_words=arrays["w13"].reshape(-1).view(xp.uint32),
                       w2_words=arrays["w2"].reshape(-1).view(xp.uint32),
                       scale_lut=xp.asarray(scale_lut(experts.format)),
-                      **v2, device_id=dev)
+                      **v2, scale_bytes=_scale_bytes(experts), device_id=dev)
     per[dev] = d
     return d
+
+
+def check_gemm_scales(experts: DeviceWeights, key: LaunchKey) -> None:
+    """Raise (before any launch) when ``key``'s block GEMM cannot be exact on
+    these weights: the wgmma GEMM folds MXFP4 scales into 16-bit weights."""
+    if key.gemm != "wgmma":
+        return
+    lo, hi = experts.scale_bytes
+    if not wgmma_scale_fold_ok(key.format, key.dtype, lo, hi):
+        a, b = WGMMA_FOLD_BYTES[key.dtype]
+        raise ValueError(
+            f"{key.kernel}: PYMOE_GEMM=wgmma folds MXFP4 scales into {key.dtype} weights, "
+            f"exact for E8M0 bytes {a}..{b} (2^{a - 127}..2^{b - 127}); these weights' "
+            f"scale bytes span {lo}..{hi}. Use PYMOE_GEMM=mma for them")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..geometry import LaunchKey
 from .kernels.common import activation_arg
+from .device_weights import check_gemm_scales
 from .launch import PreparedLaunch, launch_stream, resolve
 
 __all__ = ["fc1"]
@@ -15,6 +16,7 @@ __all__ = ["fc1"]
 
 def prepare_fc1(x, experts, topk_weights, packed_route_indices, block_expert_ids,
                 intermediate, *, top_k: int, key: LaunchKey, stream=None) -> PreparedLaunch:
+    check_gemm_scales(experts, key)
     kern = resolve(key, stream)
     return kern.prepare(
         (-(-experts.intermediate_size // key.tile_n), block_expert_ids.size),

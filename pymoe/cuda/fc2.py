@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..geometry import LaunchKey
 from .kernels.common import activation_arg
 from .kernels.routes import route_args
+from .device_weights import check_gemm_scales
 from .launch import PreparedLaunch, launch_stream, resolve
 
 __all__ = ["fc2", "combine"]
@@ -17,6 +18,7 @@ __all__ = ["fc2", "combine"]
 
 def prepare_fc2(intermediate, experts, topk_weights, packed_route_indices, block_expert_ids,
                 route_out, *, key: LaunchKey, stream=None) -> PreparedLaunch:
+    check_gemm_scales(experts, key)
     kern = resolve(key, stream)
     # top_k is an fc1 argument of the shared block GEMM; fc2 reads slot rows, not tokens
     return kern.prepare(

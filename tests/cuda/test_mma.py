@@ -141,7 +141,10 @@ def test_gemm_variant_is_chosen_by_env_once_and_carried_by_the_key(monkeypatch):
     assert fma_key.gemm == "fma" and activation_code(fma_key) == "u2[]"
     assert launch.disk_key(fma_key, (9, 0)) != launch.disk_key(fc1_key, (9, 0))
     monkeypatch.setenv("PYMOE_GEMM", "wgmma")
-    with pytest.raises(ValueError, match="PYMOE_GEMM='wgmma'"):
+    wg_key = caps.launch_keys("packed", 8)[1]
+    assert wg_key.gemm == "wgmma" and activation_code(wg_key) == "u4[]"
+    monkeypatch.setenv("PYMOE_GEMM", "hgmma")
+    with pytest.raises(ValueError, match="PYMOE_GEMM='hgmma'"):
         caps.launch_keys("packed", 8)
     with pytest.raises(ValueError, match="LaunchKey.gemm=''"):
         launch.compile_ptx(LaunchKey("fc1", format="mxfp4", activation="silu",

@@ -152,3 +152,99 @@ def test_wgmma_matches_numpy(dtype, n, scale_d):
     got = lay.d_unpack(out.get().reshape(128, n // 2), n)
     want = A.astype(np.float64) @ B + (float(init) if scale_d else 0.0)
     np.testing.assert_array_equal(got, want)
+
+
+# ---- the block GEMM on wgmma (PYMOE_GEMM=wgmma; kernels/gemm_wgmma.py)
+
+@pytest.mark.parametrize("fmt,dtype,block", [("mxfp4", "bfloat16", 64), ("nvfp4", "float16", 8),
+                                             ("mxfp4", "float16", 32)])
+def test_wgmma_block_gemm_ptx(fmt, dtype, block):
+    """fc1 / fc2 with gemm='wgmma': sm_90a, m64nBk16 in pairs (two a chunk), the async-proxy
+    fence and a barrier a chunk, no local memory; the local ptxas keeps the wgmma
+    asynchronous (no serialization warning) with no stack frame or spills."""
+    from pymoe import geometry as geo
+    from pymoe.cuda import launch
+    if launch.SIM:
+        pytest.skip("the simulator replaces the compiler")
+    keys = geo.launch_keys("packed", block, format=fmt, activation="swigluoai", dtype=dtype,
+                           hidden_size=72, intermediate_size=40, has_bias=True,
+                           router_on_input=True, swiglu_limit=7.0, swiglu_alpha=1.702,
+                           gemm="wgmma")
+    ab = "bf16" if dtype == "bfloat16" else "f16"
+    for key in keys[1:3]:
+        ptx, _ = launch.compile_ptx(key, (9, 0))
+        assert ".target sm_90a" in ptx
+        n = ptx.count(f"wgmma.mma_async.sync.aligned.m64n{block}k16.f32.{ab}.{ab}")
+        assert n >= 2 and n % 2 == 0, n                  # two a chunk (LLVM may peel)
+        assert "fence.proxy.async.shared::cta" in ptx and "bar.sync" in ptx
+        assert "wgmma.wait_group.sync.aligned 0" in ptx
+        assert "st.shared.v2.u32" in ptx and ".local" not in ptx
+        rep = assemble(ptx, arch="sm_90a")
+        if rep is not None:
+            assert "0 bytes stack frame, 0 bytes spill" in rep, rep
+            assert "serializ" not in rep.lower(), rep
+        with pytest.raises(ValueError, match="compute capability 9.0 only"):
+            launch.compile_ptx(key, (8, 9))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_wgmma_fold_range_is_where_every_product_is_exact(dtype):
+    """geometry.WGMMA_FOLD_BYTES against ml_dtypes (an independent oracle): an
+    E8M0 byte folds exactly iff every E2M1 value times 2^(byte - 127) survives
+    the round trip through the dtype."""
+    ml = pytest.importorskip("ml_dtypes")
+    from pymoe import geometry as geo
+    np_dt = ml.bfloat16 if dtype == "bfloat16" else np.float16
+    e2m1 = np.arange(16, dtype=np.uint8).view(ml.float4_e2m1fn).astype(np.float64)
+    ok = [byte for byte in range(255)
+          if np.array_equal((e2m1 * 2.0 ** (byte - 127)).astype(np_dt).astype(np.float64),
+                            e2m1 * 2.0 ** (byte - 127))]
+    lo, hi = geo.WGMMA_FOLD_BYTES[dtype]
+    assert ok == list(range(lo, hi + 1))
+    assert geo.wgmma_scale_fold_ok("mxfp4", dtype, lo, hi)
+    assert not geo.wgmma_scale_fold_ok("mxfp4", dtype, lo - 1, hi) if lo else True
+    assert not geo.wgmma_scale_fold_ok("mxfp4", dtype, lo, hi + 1)
+    assert geo.wgmma_scale_fold_ok("nvfp4", dtype, 0, 254)
+
+
+def test_wgmma_gemm_refuses_scales_it_cannot_fold():
+    """Weights' scale bytes are recorded at upload (255 = NaN excluded); the
+    fc1 / fc2 launch path raises, naming the range and the way out, before any
+    launch when the wgmma GEMM's folding would not be exact."""
+    from types import SimpleNamespace
+    from pymoe import geometry as geo
+    from pymoe.cuda.device_weights import _scale_bytes, check_gemm_scales
+    ew = SimpleNamespace(w13_scales=np.array([[120, 255]], np.uint8),
+                         w2_scales=np.array([[141, 127]], np.uint8))
+    assert _scale_bytes(ew) == (120, 141)
+    key = geo.launch_keys("packed", 8, format="mxfp4", activation="silu", dtype="float16",
+                          hidden_size=64, intermediate_size=32, has_bias=False,
+                          router_on_input=False, swiglu_limit=None, swiglu_alpha=None,
+                          gemm="wgmma")[1]
+    with pytest.raises(ValueError, match=r"PYMOE_GEMM=wgmma .* bytes 104\.\.140 .* span "
+                                         r"120\.\.141.*PYMOE_GEMM=mma"):
+        check_gemm_scales(SimpleNamespace(scale_bytes=(120, 141)), key)
+    check_gemm_scales(SimpleNamespace(scale_bytes=(120, 140)), key)
+    from dataclasses import replace
+    check_gemm_scales(SimpleNamespace(scale_bytes=(120, 141)), replace(key, dtype="bfloat16"))
+    check_gemm_scales(SimpleNamespace(scale_bytes=(0, 254)), replace(key, gemm="mma"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", [
+    "257-256-144-8-2-bfloat16-mxfp4-silu-gate_up",
+    "300-2048-768-16-8-bfloat16-mxfp4-silu-gate_up",
+    "65-256-144-8-2-float16-nvfp4-relu2-gate_up",
+    "100-272-80-6-3-float16-mxfp4-swigluoai-interleaved",
+    "129-512-224-128-8-bfloat16-nvfp4-silu-up_gate",
+])
+def test_wgmma_block_gemm_matches_reference(case, monkeypatch):
+    """PYMOE_GEMM=wgmma end to end against the reference (NaN-poisoned scratch and
+    output, every buffer; tests/cuda/diff.py), blocks of 8-64 routes, both
+    formats and dtypes, K tails (H = 272, I = 80 are not multiples of 32)."""
+    from tests.cuda.diff import check_case
+    from tests.problems import Case
+    t, h, i, e, k, dt, fmt, act, lay = case.split("-")
+    monkeypatch.setenv("PYMOE_GEMM", "wgmma")
+    check_case(Case(int(t), int(h), int(i), int(e), int(k), dtype=dt, format=fmt,
+                    activation=act, layout=lay, bias=True, seed=int(t)), device=True)

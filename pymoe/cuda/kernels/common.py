@@ -185,7 +185,7 @@ def make_fc1_epilogue(key: LaunchKey):
 def activation_code(key: LaunchKey) -> str:
     """ABI code of the activations a block GEMM reads: uint32 words (two 16-bit
     values each) for the tensor-core GEMM, else the 16-bit array itself."""
-    return "u4[]" if key.gemm == "mma" else act_code(key.dtype)
+    return "u4[]" if key.gemm in ("mma", "wgmma") else act_code(key.dtype)
 
 
 def activation_arg(kernel, a):

@@ -62,4 +62,4 @@ def build(key: LaunchKey) -> KernelSpec:
 
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
                                "u4[]", "u1[]", "f4[]", "f4[]", "f4[]", act_code(key.dtype)),
-                      THREADS)
+                      THREADS, arch_specific=key.gemm == "wgmma")

@@ -49,7 +49,8 @@ def build(key: LaunchKey) -> KernelSpec:
 
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
                                "u4[]", "u1[]",
-                               "f4[]", "f4[]", "f4[]", "f4[]"), THREADS)
+                               "f4[]", "f4[]", "f4[]", "f4[]"), THREADS,
+                      arch_specific=key.gemm == "wgmma")
 
 
 def build_combine(key: LaunchKey) -> KernelSpec:

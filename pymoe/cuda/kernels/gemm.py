@@ -2,13 +2,14 @@
 
     gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
 
-'mma': tensor cores (gemm_mma, a = activations as uint32 words); 'fma': CUDA
+'mma': tensor cores (gemm_mma, a = activations as uint32 words); 'wgmma':
+Hopper's warpgroup MMA (gemm_wgmma, sm_90a, uint32 words too); 'fma': CUDA
 cores (gemm_fma, a = the 16-bit activations; what the simulator runs).
 """
 from __future__ import annotations
 
 from ...geometry import LaunchKey
-from . import gemm_fma, gemm_mma
+from . import gemm_fma, gemm_mma, gemm_wgmma
 from .common import Shape
 
 __all__ = ["make_tile_gemm"]
@@ -17,6 +18,9 @@ __all__ = ["make_tile_gemm"]
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     if key.gemm == "mma":
         return gemm_mma.make_tile_gemm(key, sh, block, gather_tokens)
+    if key.gemm == "wgmma":
+        return gemm_wgmma.make_tile_gemm(key, sh, block, gather_tokens)
     if key.gemm == "fma":
         return gemm_fma.make_tile_gemm(key, sh, block, gather_tokens)
-    raise ValueError(f"{key.kernel}: LaunchKey.gemm={key.gemm!r}, expected 'mma' or 'fma'")
+    raise ValueError(f"{key.kernel}: LaunchKey.gemm={key.gemm!r}, expected 'mma', 'wgmma' "
+                     "or 'fma'")

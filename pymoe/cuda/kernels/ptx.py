@@ -21,6 +21,7 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
                                the group, make_cp_wait(n)() waits until <= n of
                                the thread's groups pend
     lds4/2/1(s)                4 / 2 / 1 uint32 at shared address s (volatile)
+    sts2(s, w0, w1)            2 uint32 to shared address s (volatile; GPU only)
 The caller guarantees the alignment (16 / 8 / 4 bytes) and that the data is not
 written while the kernel runs (the .nc path is not coherent with stores).
 """
@@ -32,7 +33,7 @@ from numba.cuda.extending import intrinsic
 
 __all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
            "ld_nc2", "smem_u32", "gaddr", "cp_async16_g", "cp_async8_g", "cp_async4_g",
-           "cp_commit", "make_cp_wait", "lds4", "lds2", "lds1"]
+           "cp_commit", "make_cp_wait", "lds4", "lds2", "lds1", "sts2"]
 
 _I32 = ir.IntType(32)
 _I16 = ir.IntType(16)
@@ -300,6 +301,21 @@ def _make_lds(n: int):
 lds4 = _make_lds(4)
 lds2 = _make_lds(2)
 lds1 = _make_lds(1)
+
+
+@intrinsic
+def sts2(typingctx, saddr, w0, w1):
+    """st.shared.v2.u32 [saddr], {w0, w1} (saddr aligned to 8 bytes; volatile)."""
+    if not all(isinstance(t, types.Integer) for t in (saddr, w0, w1)):
+        return None
+    sig = types.void(saddr, w0, w1)
+
+    def codegen(context, builder, signature, args):
+        v = [_u32(context, builder, t, a) for t, a in zip(signature.args, args)]
+        _void_asm(builder, "st.shared.v2.u32 [$0], {$1, $2};", "r,r,r,~{memory}", v)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 # ---- Under Numba's simulator the ring intrinsics are plain Python over a

@@ -78,8 +78,9 @@ K_ALIGN = 32
 # (CUDA cores; the only one the simulator can run, it has no inline PTX).
 # Chosen once per key (LaunchKey.gemm, from PYMOE_GEMM).
 GEMMS = ("mma", "fma", "wgmma")
-# wgmma: chunk images (32 K values of the block's routes) in the B ring: two
-# multiply while two are written (kernels/gemm_wgmma.py).
+# wgmma: chunk images (32 K values of the block's routes) in the B ring: one
+# multiplies, the next is ready, one is being written, and the last one read
+# waits until every warp is past it (kernels/gemm_wgmma.py).
 WGMMA_RING = 4
 # wgmma folds MXFP4's E8M0 scale into the 16-bit weights (exact packed
 # multiply): exact when 2^(byte - 127) times every E2M1 value (0.5 .. 6) is a

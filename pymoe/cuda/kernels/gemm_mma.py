@@ -40,7 +40,8 @@ from .common import THREADS, TILE_ROWS, Shape, make_round_pair, tile_roles
 from .intrinsics import as_bits
 from .ptx import f2h, mma_bf16, mma_f16, mul2_bf16, mul2_f16, prmt
 
-__all__ = ["make_tile_gemm", "make_decode_word", "TABLES"]
+__all__ = ["make_tile_gemm", "make_decode_word", "make_decode_pairs", "make_route_row",
+           "TABLES"]
 
 # 8-byte magnitude tables (index = 3 magnitude bits of an E2M1 code): the high and
 # low bytes of the 16-bit encodings of 0, .5, 1, 1.5, 2, 3, 4, 6.
@@ -74,19 +75,67 @@ def make_decode_word(dtype: str):
     return decode_word
 
 
+def make_decode_pairs(dtype: str, scaled: bool):
+    """decode_pairs(wv, sc) -> the word's 4 16-bit pairs (decode_word p = 0..3),
+    each times the 16-bit scale pair sc by an exact packed multiply when
+    ``scaled`` (NVFP4 here; every format in gemm_wgmma), else sc is unused."""
+    decode = make_decode_word(dtype)
+    mul2 = mul2_bf16 if dtype == "bfloat16" else mul2_f16
+
+    @cuda.jit(device=True, inline=True)
+    def decode_pairs(wv, sc):
+        p0 = decode(wv, 0)
+        p1 = decode(wv, 1)
+        p2 = decode(wv, 2)
+        p3 = decode(wv, 3)
+        if scaled:
+            p0 = mul2(p0, sc)
+            p1 = mul2(p1, sc)
+            p2 = mul2(p2, sc)
+            p3 = mul2(p3, sc)
+        return p0, p1, p2, p3
+
+    return decode_pairs
+
+
+def make_route_row(key: LaunchKey, block: int, gather_tokens: bool):
+    """route_row(blk, m, pri, n_routes, top_k, tw) -> (off, mult): the uint32-word
+    offset of slot m's activation row in block blk (-1 for padding) and the
+    router weight to apply on the input (1 unless router_on_input): fc1 gathers
+    token rows r // top_k, fc2 reads the slot's own intermediate row."""
+    on_input = key.router_on_input and gather_tokens
+    hw = key.hidden_size // 2
+    iw = key.intermediate_size // 2
+
+    @cuda.jit(device=True, inline=True)
+    def route_row(blk, m, pri, n_routes, top_k, tw):
+        slot = blk * block + m
+        off = int64(-1)
+        mult = float32(1.0)
+        if gather_tokens:
+            r = int64(pri[slot])
+            if r < n_routes:
+                off = (r // top_k) * hw
+                if on_input:
+                    mult = tw[r]
+        else:
+            off = slot * iw
+        return off, mult
+
+    return route_row
+
+
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     """Tensor-core twin of gemm_fma.make_tile_gemm (see the module docstring)."""
     bf16 = key.dtype == "bfloat16"
     mma = mma_bf16 if bf16 else mma_f16
-    mul2 = mul2_bf16 if bf16 else mul2_f16
-    decode = make_decode_word(key.dtype)
     nv = sh.nv
+    decode_pairs = make_decode_pairs(key.dtype, nv)
+    route_row = make_route_row(key, block, gather_tokens)
     on_input, row_of, nout = tile_roles(key, gather_tokens)
     kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups
     b = block
     nt = b // 8                                   # n-tiles of 8 routes
-    hw = key.hidden_size // 2                     # activation row strides in words
-    iw = key.intermediate_size // 2
     acc_n = nt * 4
     xw_n = b * 16
 
@@ -111,17 +160,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 h = uint32(as_bits(v) >> 16) if bf16 else f2h(v)
                 s2[i] = h | (h << uint32(16))
         for m in range(tid, b, THREADS):
-            slot = blk * b + m
-            off = int64(-1)
-            mult = float32(1.0)
-            if gather_tokens:
-                r = int64(pri[slot])
-                if r < n_routes:
-                    off = (r // top_k) * hw
-                    if on_input:
-                        mult = tw[r]
-            else:
-                off = slot * iw
+            off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
             xrow[m] = off
             xmul[m] = mult
         # this lane's two weight rows (local lr0 = 16*warp + g and lr0 + 8)
@@ -190,23 +229,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                     f0 = sl[s[sbase[0] + c]]
                 if sbase[1] >= 0:
                     f1 = sl[s[sbase[1] + c]]
-            a00 = decode(wv0, 0)
-            a01 = decode(wv0, 1)
-            a02 = decode(wv0, 2)
-            a03 = decode(wv0, 3)
-            a10 = decode(wv1, 0)
-            a11 = decode(wv1, 1)
-            a12 = decode(wv1, 2)
-            a13 = decode(wv1, 3)
-            if nv:
-                a00 = mul2(a00, sc0)
-                a01 = mul2(a01, sc0)
-                a02 = mul2(a02, sc0)
-                a03 = mul2(a03, sc0)
-                a10 = mul2(a10, sc1)
-                a11 = mul2(a11, sc1)
-                a12 = mul2(a12, sc1)
-                a13 = mul2(a13, sc1)
+            a00, a01, a02, a03 = decode_pairs(wv0, sc0)
+            a10, a11, a12, a13 = decode_pairs(wv1, sc1)
             for j in range(nt):
                 rb = (8 * j + g) * 16
                 b00 = xw[rb + ((4 * t + 0) ^ sw)]

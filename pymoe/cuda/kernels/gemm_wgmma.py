@@ -42,9 +42,9 @@ from numba import cuda, float32, int32, int64, uint32
 
 from ...geometry import WGMMA_RING, LaunchKey
 from .common import THREADS, TILE_ROWS, Shape, make_round_pair, tile_roles
-from .gemm_mma import make_decode_word
+from .gemm_mma import make_decode_pairs, make_route_row
 from .intrinsics import as_bits
-from .ptx import f2h, mul2_bf16, mul2_f16, prmt, smem_u32, sts2
+from .ptx import f2h, prmt, smem_u32, sts2
 from .wgmma import (fence_proxy_async, make_acc_fill, make_wgmma_rs, make_wgmma_wait,
                     store_acc_t, wgmma_commit, wgmma_desc, wgmma_fence)
 
@@ -57,14 +57,12 @@ SBO = 256               # bytes between groups of 8 routes
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     """wgmma twin of gemm_mma.make_tile_gemm (see the module docstring)."""
     bf16 = key.dtype == "bfloat16"
-    mul2 = mul2_bf16 if bf16 else mul2_f16
-    decode = make_decode_word(key.dtype)
+    decode_pairs = make_decode_pairs(key.dtype, True)
+    route_row = make_route_row(key, block, gather_tokens)
     nv = sh.nv
     on_input, row_of, nout = tile_roles(key, gather_tokens)
     kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups
     b = block
-    hw = key.hidden_size // 2                    # activation row strides in words
-    iw = key.intermediate_size // 2
     ring = WGMMA_RING
     img = 64 * b                                 # bytes of one chunk's image (2 k-steps)
     ring_words = ring * img // 4 + 32            # + 128 bytes to align the ring
@@ -158,15 +156,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         off = int64(-1)
         mult = float32(1.0)
         if stager:
-            slot = blk * b + m
-            if gather_tokens:
-                r = int64(pri[slot])
-                if r < n_routes:
-                    off = (r // top_k) * hw
-                    if on_input:
-                        mult = tw[r]
-            else:
-                off = slot * iw
+            off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
         base = smem_u32(rb)
         ring_base = (base + uint32(127)) & uint32(0xFFFFFF80)
         xrow = ring_base + uint32((m >> 3) * SBO + (m & 7) * 16 + 8 * hh)
@@ -199,14 +189,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             # chunk c-1 done: its A registers may be written again (wgmma reads
             # them asynchronously; ptxas does not guard them: UB otherwise)
             wait0()
-            a00 = mul2(decode(wa0, 0), sa0)
-            a01 = mul2(decode(wa0, 1), sa0)
-            a02 = mul2(decode(wa0, 2), sa0)
-            a03 = mul2(decode(wa0, 3), sa0)
-            a10 = mul2(decode(wa1, 0), sa1)
-            a11 = mul2(decode(wa1, 1), sa1)
-            a12 = mul2(decode(wa1, 2), sa1)
-            a13 = mul2(decode(wa1, 3), sa1)
+            a00, a01, a02, a03 = decode_pairs(wa0, sa0)
+            a10, a11, a12, a13 = decode_pairs(wa1, sa1)
             sa = ring_base + uint32((c % ring) * img)
             wgmma_fence()
             acc = mma(acc, a00, a10, a01, a11, wgmma_desc(sa, LBO, SBO), int32(1))

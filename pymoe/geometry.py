@@ -163,28 +163,27 @@ def decode_max_tokens(top_k: int) -> int:
     return max(1, min(DECODE_MAX_TOKENS, DECODE_ROUTE_CAP // max(1, top_k)))
 
 
-def decode_row_group(row_tiles: int, format: str) -> int:
+def decode_row_group(row_tiles: int) -> int:
     """Row tiles a decode warp streams side by side: DECODE_ROW_GROUP when it
-    divides the projection's row tile count, else 1 (``format``: both the same
-    today; NVFP4's ring is the larger)."""
+    divides the projection's row tile count, else 1 (either format)."""
     if row_tiles % DECODE_ROW_GROUP:
         return 1
     return DECODE_ROW_GROUP
 
 
-def decode_ring_stages(row_tiles: int, format: str) -> int:
+def decode_ring_stages(row_tiles: int) -> int:
     """Stages of a decode warp's ring (each one k-tile of its row group)."""
-    return DECODE_RING // decode_row_group(row_tiles, format)
+    return DECODE_RING // decode_row_group(row_tiles)
 
 
-def decode_grid(row_tiles: int, num_routes: int, num_experts: int, format: str,
+def decode_grid(row_tiles: int, num_routes: int, num_experts: int,
                 num_sms: int = 132) -> tuple[int, int]:
     """(grid x, grid y) of a decode kernel: y = one CTA row per possible active
     expert (min(R, E)); x CTAs share the row groups (decode_row_group) evenly,
     one wave in all of DECODE_CTAS_PER_SM CTAs per SM (DECODE_PAIR_CTAS_PER_SM
     for the pair kernels, which fit only that many; each CTA pays the routing
     scan once for several groups)."""
-    group = decode_row_group(row_tiles, format)
+    group = decode_row_group(row_tiles)
     units = row_tiles // group
     per_sm = DECODE_PAIR_CTAS_PER_SM if group > 1 else DECODE_CTAS_PER_SM
     gy = max(1, min(num_routes, num_experts))

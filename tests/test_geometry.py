@@ -103,16 +103,15 @@ def test_tiles_live_in_geometry():
 
 
 def test_decode_row_groups_and_grid():
-    """Pairs of row tiles with an even row tile count (both formats), else one; the
-    grid shares the groups evenly, one wave of the CTAs an SM holds."""
-    assert geo.decode_row_group(360, "mxfp4") == geo.DECODE_ROW_GROUP == 2
-    assert geo.decode_row_group(21, "mxfp4") == 1
-    assert geo.decode_row_group(360, "nvfp4") == 2
-    assert geo.decode_ring_stages(360, "mxfp4") * 2 == geo.decode_ring_stages(21, "mxfp4")
-    for tiles, fmt in ((360, "mxfp4"), (180, "mxfp4"), (21, "mxfp4"), (360, "nvfp4")):
-        units = tiles // geo.decode_row_group(tiles, fmt)
+    """Pairs of row tiles with an even row tile count (either format), else one;
+    the grid shares the groups evenly, one wave of the CTAs an SM holds."""
+    assert geo.decode_row_group(360) == geo.DECODE_ROW_GROUP == 2
+    assert geo.decode_row_group(21) == 1
+    assert geo.decode_ring_stages(360) * 2 == geo.decode_ring_stages(21)
+    for tiles in (360, 180, 21):
+        units = tiles // geo.decode_row_group(tiles)
         for routes, experts in ((4, 128), (32, 128), (256, 128), (8, 8)):
-            gx, gy = geo.decode_grid(tiles, routes, experts, fmt, 132)
+            gx, gy = geo.decode_grid(tiles, routes, experts, 132)
             assert gy == min(routes, experts)
             per = -(-units // gx)
             assert (gx - 1) * per < units <= gx * per          # every CTA has work

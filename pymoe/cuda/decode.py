@@ -2,7 +2,7 @@
 CTA reads topk_ids itself and streams one active expert's layout-v2 tiles once
 for all of that expert's routes.
 
-    decode_fc1  one launch, grid geometry.decode_grid(row tiles of w13, R, E, format)
+    decode_fc1  one launch, grid geometry.decode_grid(row tiles of w13, R, E)
     decode_fc2  one launch, the same over w2 -> route_out (fp32, valid routes)
 (then fc2.combine sums each token's k routes in j order).
 The kernels are pymoe/cuda/kernels/decode.py.
@@ -51,7 +51,7 @@ def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, ke
         w, s, g, b = experts.w2_v2, experts.w2_v2_scales, experts.w2_global, experts.w2_bias
     avec = int(data_address(a) % 8 == 0)
     return resolve(key, stream).prepare(
-        decode_grid(ntr, r, e, key.format, _num_sms()),
+        decode_grid(ntr, r, e, _num_sms()),
         (a, ids, stride, k, emap, has_map, num_ids, r, topk_weights, w, s,
          experts.scale_lut, g, b, out, avec))
 

@@ -159,7 +159,7 @@ def test_every_reachable_kernel_compiles_to_ptx(preset, max_tokens, fmt, monkeyp
             ntr = geo.v2_row_tiles("w13" if key.kernel == "decode_fc1" else "w2",
                                    key.activation, key.hidden_size, key.intermediate_size)
             assert "cp.async.cg.shared.global" in ptx, key.kernel
-            stages = geo.decode_ring_stages(ntr, key.format)
+            stages = geo.decode_ring_stages(ntr)
             assert f"cp.async.wait_group {stages - 1};" in ptx, key.kernel
             assert "ld.shared.v4.u32" in ptx, key.kernel
             assert "ld.global.nc.v2.u32" in ptx, key.kernel

@@ -11,9 +11,9 @@ K the reduction dim (H for fc1, I for fc2), KT = ceil(K/64) k-tiles, NTR row til
     decode_fc2  the same over w2: route_out[r, cols] = w_r * (W2[e] @ a_r * g2 + b2)
     (then fc2's combine sums the k routes of each token in j order)
 
-A CTA is DECODE_WARPS warps on ONE group of G = decode_row_group(NTR, format)
-16-row tiles side by side (row tiles i .. i + G - 1; G = 2 when NTR is even and
-the format MXFP4, else 1): warp w takes k-tiles w, w+4, ... of each (split K;
+A CTA is DECODE_WARPS warps on ONE group of G = decode_row_group(NTR)
+16-row tiles side by side (row tiles i .. i + G - 1; G = 2 when NTR is even,
+else 1): warp w takes k-tiles w, w+4, ... of each (split K;
 each step the CTA reads G x 2 KB of weights, one activation load serving the G
 tiles) and the partial mma fragments of each tile meet in shared memory in a
 fixed order (deterministic: the bits do not depend on G).  The
@@ -102,9 +102,9 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     kdim = hid if fc1 else inter
     kt_n = v2_k_tiles(kdim)
     ntr = v2_row_tiles(which, key.activation, hid, inter)
-    rg = decode_row_group(ntr, key.format)       # row tiles a warp takes side by side
+    rg = decode_row_group(ntr)       # row tiles a warp takes side by side
     pair = rg == 2
-    depth = decode_ring_stages(ntr, key.format)  # ring stages (one k-tile of the group)
+    depth = decode_ring_stages(ntr)  # ring stages (one k-tile of the group)
     sbytes = v2_scale_bytes(key.format)
     swords = sbytes // 4                                  # scale words per tile
     ncols = inter if fc1 else hid                         # output columns

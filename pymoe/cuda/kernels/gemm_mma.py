@@ -140,6 +140,67 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     xw_n = b * 16
 
     round_pair = make_round_pair(key.dtype)
+    n_tasks = b * 4                                 # (route, 8-value group) a chunk
+    assert n_tasks <= 2 * THREADS, "two staging tasks a thread at most"
+
+    @cuda.jit(device=True, inline=True)
+    def load_xa(c, idx, xrow, a):
+        """The 4 activation words of task idx (route idx // 4, values 8tq..8tq+7
+        of chunk c, tq = idx % 4): zeros in padding, past K or past the tasks."""
+        v0 = uint32(0)
+        v1 = uint32(0)
+        v2 = uint32(0)
+        v3 = uint32(0)
+        if idx < n_tasks and c < chunks:
+            off = xrow[idx // 4]
+            tq = idx % 4
+            if off >= 0 and c * 32 + 8 * tq < kdim:
+                src = off + c * 16 + 4 * tq
+                v0 = uint32(a[src])
+                v1 = uint32(a[src + 1])
+                v2 = uint32(a[src + 2])
+                v3 = uint32(a[src + 3])
+        return v0, v1, v2, v3
+
+    @cuda.jit(device=True, inline=True)
+    def store_xa(idx, x, xw, xmul):
+        """Task idx's words into xw in the permuted, swizzled order (times the
+        router weight, rounded, when it goes on the input)."""
+        if idx < n_tasks:
+            v0, v1, v2, v3 = x
+            m = idx // 4
+            tq = idx % 4
+            if on_input:
+                mult = xmul[m]
+                v0 = round_pair(v0, mult)
+                v1 = round_pair(v1, mult)
+                v2 = round_pair(v2, mult)
+                v3 = round_pair(v3, mult)
+            base = m * 16
+            swm = (m >> 1) & 3
+            xw[base + ((4 * tq + 0) ^ swm)] = prmt(v0, v2, uint32(0x5410))
+            xw[base + ((4 * tq + 1) ^ swm)] = prmt(v0, v2, uint32(0x7632))
+            xw[base + ((4 * tq + 2) ^ swm)] = prmt(v1, v3, uint32(0x5410))
+            xw[base + ((4 * tq + 3) ^ swm)] = prmt(v1, v3, uint32(0x7632))
+
+    @cuda.jit(device=True, inline=True)
+    def load_w(c, wbase, sbase, t, w, s):
+        """Chunk c's weight words of the lane's two rows and their scale BYTES
+        (looked up only at use, an iteration later: an LDS on a fresh LDG stalls
+        the warp for a whole global latency)."""
+        wv0 = uint32(0)
+        wv1 = uint32(0)
+        r0 = uint32(0)
+        r1 = uint32(0)
+        if c < chunks:
+            sg = 2 * c + t // 2 if nv else c
+            if wbase[0] >= 0:
+                wv0 = uint32(w[wbase[0] + c * 4])
+                r0 = uint32(s[sbase[0] + sg])
+            if wbase[1] >= 0:
+                wv1 = uint32(w[wbase[1] + c * 4])
+                r1 = uint32(s[sbase[1] + sg])
+        return wv0, wv1, r0, r1
 
     @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
@@ -179,56 +240,28 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             acc[i] = float32(0.0)
         sw = (g >> 1) & 3                                # read swizzle of routes 8j+g
         cuda.syncthreads()
+        # software pipeline: chunk c+1's weight words and scale bytes are
+        # loaded while chunk c multiplies (two staging tasks a thread at most:
+        # B * 4 <= 2 * THREADS)
+        i0 = tid
+        i1 = tid + THREADS
+        nw0, nw1, nr0, nr1 = load_w(0, wbase, sbase, t, w, s)
         for c in range(chunks):
-            k0w = c * 16                                 # chunk start in words
-            for idx in range(tid, b * 4, THREADS):       # activations -> xw (permuted)
-                m = idx // 4
-                tq = idx % 4
-                off = xrow[m]
-                v0 = uint32(0)
-                v1 = uint32(0)
-                v2 = uint32(0)
-                v3 = uint32(0)
-                if off >= 0 and c * 32 + 8 * tq < kdim:
-                    src = off + k0w + 4 * tq
-                    v0 = uint32(a[src])
-                    v1 = uint32(a[src + 1])
-                    v2 = uint32(a[src + 2])
-                    v3 = uint32(a[src + 3])
-                    if on_input:
-                        mult = xmul[m]
-                        v0 = round_pair(v0, mult)
-                        v1 = round_pair(v1, mult)
-                        v2 = round_pair(v2, mult)
-                        v3 = round_pair(v3, mult)
-                base = m * 16
-                swm = (m >> 1) & 3
-                xw[base + ((4 * tq + 0) ^ swm)] = prmt(v0, v2, uint32(0x5410))
-                xw[base + ((4 * tq + 1) ^ swm)] = prmt(v0, v2, uint32(0x7632))
-                xw[base + ((4 * tq + 2) ^ swm)] = prmt(v1, v3, uint32(0x5410))
-                xw[base + ((4 * tq + 3) ^ swm)] = prmt(v1, v3, uint32(0x7632))
-            # this lane's weight words and scales
-            wv0 = uint32(0)
-            wv1 = uint32(0)
-            if wbase[0] >= 0:
-                wv0 = uint32(w[wbase[0] + c * 4])
-            if wbase[1] >= 0:
-                wv1 = uint32(w[wbase[1] + c * 4])
+            store_xa(i0, load_xa(c, i0, xrow, a), xw, xmul)
+            store_xa(i1, load_xa(c, i1, xrow, a), xw, xmul)
+            wv0, wv1, r0, r1 = nw0, nw1, nr0, nr1
+            nw0, nw1, nr0, nr1 = load_w(c + 1, wbase, sbase, t, w, s)
             cuda.syncthreads()
             sc0 = uint32(0)
             sc1 = uint32(0)
             f0 = float32(0.0)
             f1 = float32(0.0)
             if nv:
-                if sbase[0] >= 0:
-                    sc0 = s2[s[sbase[0] + 2 * c + t // 2]]
-                if sbase[1] >= 0:
-                    sc1 = s2[s[sbase[1] + 2 * c + t // 2]]
+                sc0 = s2[r0]
+                sc1 = s2[r1]
             else:
-                if sbase[0] >= 0:
-                    f0 = sl[s[sbase[0] + c]]
-                if sbase[1] >= 0:
-                    f1 = sl[s[sbase[1] + c]]
+                f0 = sl[r0]
+                f1 = sl[r1]
             a00, a01, a02, a03 = decode_pairs(wv0, sc0)
             a10, a11, a12, a13 = decode_pairs(wv1, sc1)
             for j in range(nt):

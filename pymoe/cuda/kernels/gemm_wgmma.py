@@ -120,8 +120,10 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
              prmt(v5, v7, uint32(0x7632)))
 
     @cuda.jit(device=True, inline=True)
-    def load_w(c, wb0, wb1, sb0, sb1, sidx, w, s, s2):
-        """Chunk c's weight words of the lane's two rows and their scale pairs."""
+    def load_w(c, wb0, wb1, sb0, sb1, sidx, w, s):
+        """Chunk c's weight words of the lane's two rows and their scale BYTES
+        (looked up in s2 only when decoded, two iterations later: an LDS on a
+        fresh LDG would stall the warp for a whole global latency here)."""
         wv0 = uint32(0)
         wv1 = uint32(0)
         sc0 = uint32(0)
@@ -130,10 +132,10 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             sg = 2 * c + sidx if nv else c
             if wb0 >= 0:
                 wv0 = uint32(w[wb0 + 4 * c])
-                sc0 = s2[s[sb0 + sg]]
+                sc0 = uint32(s[sb0 + sg])
             if wb1 >= 0:
                 wv1 = uint32(w[wb1 + 4 * c])
-                sc1 = s2[s[sb1 + sg]]
+                sc1 = uint32(s[sb1 + sg])
         return wv0, wv1, sc0, sc1
 
     @cuda.jit(device=True, inline=True)
@@ -180,8 +182,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 store_x(xrow + uint32(c0 * img), load_x(c0, off, hh, mult, a))
         xn = load_x(ring - 2, off, hh, mult, a)
         cuda.syncthreads()                              # s2
-        wa0, wa1, sa0, sa1 = load_w(0, wb0, wb1, sb0, sb1, sidx, w, s, s2)
-        wn0, wn1, sn0, sn1 = load_w(1, wb0, wb1, sb0, sb1, sidx, w, s, s2)
+        wa0, wa1, ba0, ba1 = load_w(0, wb0, wb1, sb0, sb1, sidx, w, s)
+        wn0, wn1, bn0, bn1 = load_w(1, wb0, wb1, sb0, sb1, sidx, w, s)
         acc = fill(float32(0.0))
         for c in range(chunks):
             fence_proxy_async()
@@ -189,6 +191,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             # chunk c-1 done: its A registers may be written again (wgmma reads
             # them asynchronously; ptxas does not guard them: UB otherwise)
             wait0()
+            sa0 = s2[ba0]
+            sa1 = s2[ba1]
             a00, a01, a02, a03 = decode_pairs(wa0, sa0)
             a10, a11, a12, a13 = decode_pairs(wa1, sa1)
             sa = ring_base + uint32((c % ring) * img)
@@ -197,8 +201,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             acc = mma(acc, a02, a12, a03, a13, wgmma_desc(sa + uint32(32 * b), LBO, SBO),
                       int32(1))
             wgmma_commit()
-            wa0, wa1, sa0, sa1 = wn0, wn1, sn0, sn1
-            wn0, wn1, sn0, sn1 = load_w(c + 2, wb0, wb1, sb0, sb1, sidx, w, s, s2)
+            wa0, wa1, ba0, ba1 = wn0, wn1, bn0, bn1
+            wn0, wn1, bn0, bn1 = load_w(c + 2, wb0, wb1, sb0, sb1, sidx, w, s)
             cs = c + ring - 2
             if cs < chunks:
                 if stager:

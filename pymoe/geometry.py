@@ -32,7 +32,8 @@ __all__ = [
     "is_gated", "fc1_rows", "gate_rows", "scale_group", "num_scale_groups", "K_ALIGN",
     "padded_k", "GEMMS", "SWIGLUOAI_ALPHA", "SWIGLUOAI_LIMIT", "swiglu_params",
     "GEMM_THREADS", "GEMM_TILE_ROWS", "fc1_tile_n", "FC2_TILE_N", "COMBINE_TILE_N",
-    "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS",
+    "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
+    "route_pack_grid",
     "WGMMA_RING", "WGMMA_FOLD_BYTES", "wgmma_scale_fold_ok",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
@@ -132,9 +133,14 @@ assert DECODE_RING & (DECODE_RING - 1) == 0 and DECODE_RING >= 2 * DECODE_ROW_GR
 V2_TILE_ROWS = 16
 V2_TILE_K = 64
 V2_LANE_WORDS = 4
-# Route packing: one CTA; expert counters and cursors live in shared memory.
+# Route packing: CTAs of ROUTE_PACK_THREADS, each scattering one tile of about
+# ROUTE_PACK_TILE consecutive routes (route_pack_grid); expert counters and
+# cursors live in shared memory (each CTA counts every route itself: no
+# scratch, no grid-wide sync).
 ROUTE_PACK_THREADS = 256
 ROUTE_PACK_MAX_EXPERTS = 1024
+ROUTE_PACK_TILE = 1024
+ROUTE_PACK_MAX_CTAS = 128
 DEQUANT_THREADS = 128                # dequant: K values (threads) per CTA
 assert GEMM_TILE_ROWS == 16 * (GEMM_THREADS // 32), "one 16-row mma tile per warp"
 
@@ -419,6 +425,17 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                       intermediate_size=0),
             LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation), gemm=gemm, **common),
             LaunchKey("fc2", block=b, tile_n=FC2_TILE_N, gemm=gemm, **common), combine)
+
+
+def route_pack_grid(num_routes: int) -> tuple[int, int]:
+    """(CTAs, tile) of the route packer for R routes: CTA c scatters routes
+    [c * tile, min((c + 1) * tile, R)); tile is a multiple of ROUTE_PACK_THREADS
+    (whole rounds), at least ROUTE_PACK_TILE until ROUTE_PACK_MAX_CTAS CTAs."""
+    r = max(1, int(num_routes))
+    ctas = min(-(-r // ROUTE_PACK_TILE), ROUTE_PACK_MAX_CTAS)
+    per = -(-r // ctas)
+    tile = -(-per // ROUTE_PACK_THREADS) * ROUTE_PACK_THREADS
+    return -(-r // tile), tile
 
 
 def wgmma_scale_fold_ok(format: str, dtype: str, lo: int, hi: int) -> bool:

@@ -1,4 +1,5 @@
-"""Route packing (CUDA twin of pymoe/ref/route_pack.py): one launch, one CTA.
+"""Route packing (CUDA twin of pymoe/ref/route_pack.py): one launch,
+geometry.route_pack_grid(R) CTAs.
 
 Same buffers, same contract, same signature as the reference; the kernel is
 pymoe/cuda/kernels/route_pack.py.  ``prepare_route_pack`` returns the launch
@@ -6,7 +7,7 @@ without enqueuing it (the runner resolves every launch of a call first).
 """
 from __future__ import annotations
 
-from ..geometry import ROUTE_PACK_MAX_EXPERTS, LaunchKey
+from ..geometry import ROUTE_PACK_MAX_EXPERTS, LaunchKey, route_pack_grid
 from .kernels.routes import route_args
 from .launch import PreparedLaunch, launch_stream, resolve
 
@@ -20,10 +21,11 @@ def prepare_route_pack(topk_ids, expert_map, num_experts: int, block: int, exper
         raise ValueError(f"num_experts={num_experts}: the route packer supports at most "
                          f"{ROUTE_PACK_MAX_EXPERTS}")
     ids, stride, emap, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
+    ctas, tile = route_pack_grid(topk_ids.size)
     return resolve(key, stream).prepare(
-        1, (ids, stride, topk_ids.size, emap, has_map, num_ids, num_experts, block,
-            expert_offsets, packed_route_indices, packed_route_indices.size,
-            block_expert_ids, block_expert_ids.size, packed_route_count))
+        ctas, (ids, stride, topk_ids.size, emap, has_map, num_ids, num_experts, block,
+               expert_offsets, packed_route_indices, packed_route_indices.size,
+               block_expert_ids, block_expert_ids.size, packed_route_count, tile))
 
 
 def route_pack(topk_ids, expert_map, num_experts: int, block: int, expert_offsets,

@@ -1,4 +1,4 @@
-"""Route packing kernel, one launch, one CTA (launched by pymoe/cuda/route_pack.py).
+"""Route packing kernel, one launch (launched by pymoe/cuda/route_pack.py).
 
 Shape legend: T tokens, k top-k, R = T*k flat routes (r = t*k + j), E local
 experts, G experts in the id space (global under EP), B block, S slots.
@@ -7,12 +7,21 @@ experts, G experts in the id space (global under EP), B block, S slots.
         increasing r; other slots = R (sentinel)
     block_expert_ids[b] = owner of slots [b*B, (b+1)*B) or -1 past the total
 
-Stable without sorting: routes are taken in rounds of THREADS (one per thread,
-in r order); a route's rank in its round is the number of earlier threads of
-the round with the same expert (a shared-memory scan), added to the expert's
-running cursor.  O(R * THREADS / 2) shared-memory reads: 0.6 ms at R = 1e6,
-negligible at serving sizes.  Only shared memory, atomics and __syncthreads, so
-it runs under the CUDA simulator too.  E <= MAX_EXPERTS.
+Grid: geometry.route_pack_grid(R) CTAs; CTA c owns the routes of one tile
+[c*tile, (c+1)*tile).  No scratch and no grid-wide sync: every CTA counts
+every route itself (the expert histogram, and separately the routes before its
+tile), so every CTA knows the padded offsets and where each of its routes goes:
+    1. count (shared-memory atomics), 2. padded exclusive prefix (thread 0;
+    CTA 0 writes expert_offsets and the count), 3. the sentinels of the
+    padding slots and the block owners, grid-strided (padding and route slots
+    are disjoint, so no CTA's sentinel lands on another's route),
+    4. the tile's routes scattered stably in rounds of THREADS (one per thread,
+    in r order): a route's rank in its round is the number of earlier threads
+    of the round with the same expert (a shared-memory scan), added to the
+    expert's running cursor (its offset + the routes before the tile).
+Step 4 is O(tile * THREADS) shared-memory reads a CTA (one CTA did all R
+before); step 1 is O(R) a CTA.  Only shared memory, atomics and __syncthreads,
+so it runs under the CUDA simulator too.  E <= MAX_EXPERTS.
 """
 from __future__ import annotations
 
@@ -26,53 +35,77 @@ __all__ = ["build"]
 
 THREADS = ROUTE_PACK_THREADS
 MAX_EXPERTS = ROUTE_PACK_MAX_EXPERTS
+OFF_N = MAX_EXPERTS + 1                  # offsets[0 .. E] (a constant: Numba's shape)
+
+
+@cuda.jit(device=True, inline=True)
+def _owner(off, n_exp, s):
+    """The last expert e < n_exp with off[e] <= s (s < off[n_exp])."""
+    lo = 0
+    hi = n_exp - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if off[mid] <= s:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
-            offsets, pri, n_slots, beid, n_blocks, count):
+            offsets, pri, n_slots, beid, n_blocks, count, tile):
     tid = cuda.threadIdx.x
+    cta = cuda.blockIdx.x
     cnt = cuda.shared.array(MAX_EXPERTS, int32)
     cur = cuda.shared.array(MAX_EXPERTS, int32)
+    off = cuda.shared.array(OFF_N, int32)
     keys = cuda.shared.array(THREADS, int32)
+    t0 = cta * tile
+    t1 = min(t0 + tile, n_routes)
     for e in range(tid, n_exp, THREADS):
         cnt[e] = 0
+        cur[e] = 0
     cuda.syncthreads()
     for r in range(tid, n_routes, THREADS):                 # 1. count
         e = local_expert(ids, stride, r, emap, has_map, num_ids)
         if e >= 0:
             cuda.atomic.add(cnt, e, 1)
+            if r < t0:
+                cuda.atomic.add(cur, e, 1)                   # routes before the tile
     cuda.syncthreads()
     if tid == 0:                                             # 2. padded exclusive prefix
         run = 0
         for e in range(n_exp):
-            offsets[e] = run
-            cur[e] = run
+            off[e] = run
+            cur[e] += run
             run += (cnt[e] + block - 1) // block * block
-        offsets[n_exp] = run
-        count[0] = run
+        off[n_exp] = run
+        if cta == 0:
+            count[0] = run
     cuda.syncthreads()
-    total = offsets[n_exp]
-    for s in range(tid, n_slots, THREADS):                   # 3. sentinels, block owners
-        pri[s] = n_routes
-    for b in range(tid, n_blocks, THREADS):
+    if cta == 0:
+        for e in range(tid, n_exp + 1, THREADS):
+            offsets[e] = off[e]
+    total = off[n_exp]
+    g = cta * THREADS + tid
+    gstride = cuda.gridDim.x * THREADS
+    for s in range(g, n_slots, gstride):                     # 3. padding sentinels,
+        if s >= total:
+            pri[s] = n_routes
+        else:
+            e = _owner(off, n_exp, s)
+            if s - off[e] >= cnt[e]:
+                pri[s] = n_routes
+    for b in range(g, n_blocks, gstride):                    # block owners
         start = b * block
         owner = -1
         if start < total:
-            lo = 0
-            hi = n_exp - 1
-            while lo < hi:                                   # last e with offsets[e] <= start
-                mid = (lo + hi + 1) // 2
-                if offsets[mid] <= start:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            owner = lo
+            owner = _owner(off, n_exp, start)
         beid[b] = owner
-    cuda.syncthreads()
-    for base in range(0, n_routes, THREADS):                 # 4. stable scatter in rounds
+    for base in range(t0, t1, THREADS):                      # 4. stable scatter in rounds
         r = base + tid
         e = -1
-        if r < n_routes:
+        if r < t1:
             e = local_expert(ids, stride, r, emap, has_map, num_ids)
         keys[tid] = e
         cuda.syncthreads()
@@ -94,4 +127,4 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
 
 def build(key: LaunchKey) -> KernelSpec:
     return KernelSpec(_kernel, ("i4[]", "i8", "i8", "i4[]", "i8", "i8", "i8", "i8",
-                                "i4[]", "i4[]", "i8", "i4[]", "i8", "i4[]"), THREADS)
+                                "i4[]", "i4[]", "i8", "i4[]", "i8", "i4[]", "i8"), THREADS)

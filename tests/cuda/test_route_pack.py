@@ -1,0 +1,70 @@
+"""The multi-CTA route packer (kernels/route_pack.py) against its reference twin:
+every buffer equal, slot for slot, with the grid split into several tiles.
+Under the simulator the tile is shrunk (geometry.ROUTE_PACK_TILE, a launch
+argument) so a few hundred routes already take several CTAs; on a GPU the
+real tile and up to T = 8192, k = 8."""
+import numpy as np
+import pytest
+
+from pymoe import geometry as geo
+from tests.gating import CUDASIM
+
+pytestmark = [pytest.mark.cudasim] if CUDASIM else [pytest.mark.gpu]
+
+
+def _routes(routing, T, k, E, rng):
+    """topk_ids [T, k] int32 and an expert map (or None) over G = E or 2E ids."""
+    G = 2 * E if routing == "map" else E
+    ids = np.stack([rng.permutation(G)[:k] for _ in range(T)]).astype(np.int32)
+    emap = None
+    if routing == "skewed":                       # expert 1 takes about half the routes
+        ids[rng.random((T, k)) < 0.5] = 1
+    elif routing == "one_expert":
+        ids[:] = E - 1
+    elif routing == "invalid":
+        bad = rng.random((T, k)) < 0.2
+        ids[bad] = rng.choice(np.array([-1, E, 2 ** 31 - 1], np.int32), bad.sum())
+    elif routing == "map":                        # EP: half of the ids live elsewhere
+        emap = np.full(G, -1, np.int32)
+        mine = rng.permutation(G)[:E]
+        emap[mine] = np.arange(E, dtype=np.int32)
+    return ids, emap
+
+
+def _pack(mod, ids, emap, E, block, xp):
+    R = ids.size
+    S = geo.packed_slots(R, E, block)
+    bufs = [xp.full(E + 1, -7, np.int32), xp.full(S, -7, np.int32),
+            xp.full(geo.num_blocks(S, block), -7, np.int32), xp.full(1, -7, np.int32)]
+    key = geo.LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,
+                        intermediate_size=0)
+    mod.route_pack(xp.asarray(ids), None if emap is None else xp.asarray(emap), E, block,
+                   *bufs, key=key)
+    return [np.asarray(b.get() if hasattr(b, "get") else b) for b in bufs]
+
+
+@pytest.mark.parametrize("routing", ["uniform", "skewed", "one_expert", "invalid", "map"])
+def test_multi_cta_route_pack_equals_reference(routing, monkeypatch):
+    from pymoe.cuda import route_pack as cuda_rp
+    from pymoe.ref import route_pack as ref_rp
+    if CUDASIM:
+        monkeypatch.setattr(geo, "ROUTE_PACK_TILE", geo.ROUTE_PACK_THREADS)
+        shapes = [(150, 4, 8, 16)] if routing != "uniform" else [(150, 4, 8, 16), (97, 3, 5, 8)]
+        xp = np
+    else:
+        import cupy as xp
+        shapes = [(150, 4, 8, 16), (4096, 4, 128, 64), (8192, 8, 128, 64), (5000, 8, 256, 32)]
+    rng = np.random.default_rng(7)
+    grids = []
+    for T, k, E, block in shapes:
+        ids, emap = _routes(routing, T, k, E, rng)
+        ctas, tile = geo.route_pack_grid(ids.size)
+        assert (ctas - 1) * tile < ids.size <= ctas * tile
+        grids.append(ctas)
+        got = _pack(cuda_rp, ids, emap, E, block, xp)
+        want = _pack(ref_rp, ids, emap, E, block, np)
+        for name, g, w in zip(("expert_offsets", "packed_route_indices", "block_expert_ids",
+                               "packed_route_count"), got, want):
+            np.testing.assert_array_equal(g, w, err_msg=f"{routing} T={T} k={k} E={E}: {name}")
+    assert max(grids) > 1, grids                  # several CTAs took part somewhere
+

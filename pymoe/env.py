@@ -5,8 +5,9 @@ README's table.
                         or ~/.cache/pymoe)
     PYMOE_DISK_CACHE    0 disables the disk cache (default 1)
     PYMOE_GEMM          packed-regime block GEMM on the GPU: mma (tensor cores,
-                        default) or fma (the plain CUDA-core GEMM the simulator runs);
-                        read here only (``gemm_variant``), carried by LaunchKey.gemm
+                        default), wgmma (Hopper's warpgroup MMA, sm_90 only) or fma
+                        (the plain CUDA-core GEMM the simulator runs); read here only
+                        (``gemm_variant``), carried by LaunchKey.gemm
 """
 from __future__ import annotations
 

@@ -147,7 +147,8 @@ def cmd_bench(a) -> int:
     from pymoe import bench
     rows, bw = bench.bench(a.preset, a.tokens, backend=a.backend, fmt=a.format,
                            dtype=a.dtype, modes=a.mode, repeats=a.repeats, rotate=a.rotate,
-                           num_experts=a.num_experts, progress=not a.no_progress)
+                           num_experts=a.num_experts, progress=not a.no_progress,
+                           block_size=a.block_size)
     if a.csv:
         bench.write_csv(rows, a.csv)
     if a.plot:
@@ -264,6 +265,8 @@ def main(argv=None) -> int:
                     help="input sets cycled through (each its own graph)")
     bp.add_argument("--num-experts", type=_int_at_least(1), default=None,
                     help="fewer experts than the presets (a small machine)")
+    bp.add_argument("--block-size", type=int, choices=list(BLOCK_SIZES), default=None,
+                    help="pin the packed regime's block of routes (default: chosen per T)")
     bp.add_argument("--csv", default=None, help="also write the rows to this CSV file")
     bp.add_argument("--plot", default=None, help="PNG: time vs T, log axes, floor drawn")
     bp.add_argument("--no-progress", action="store_true", help="no progress bar")

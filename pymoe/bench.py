@@ -160,9 +160,10 @@ def device_copy_bandwidth(nbytes: int = 1 << 31) -> float:
     return 2 * nbytes * 10 / (cp.cuda.get_elapsed_time(e0, e1) / 1e3)
 
 
-def _bench_ref(preset, tokens, ew, dtype, repeats, rng, bw) -> list[Row]:
+def _bench_ref(preset, tokens, ew, dtype, repeats, rng, bw, block_size=None) -> list[Row]:
     rows = []
-    caps = Caps.for_weights(ew, max_tokens=max(tokens), top_k=preset.top_k, dtype=dtype)
+    caps = Caps.for_weights(ew, max_tokens=max(tokens), top_k=preset.top_k, dtype=dtype,
+                            block_size_m=block_size)
     p = make_plan(caps)
     scratch = np.empty(p.scratch_nbytes, np.uint8)
     for t in tokens:
@@ -180,12 +181,13 @@ def _bench_ref(preset, tokens, ew, dtype, repeats, rng, bw) -> list[Row]:
 
 
 def _bench_cuda(preset, tokens, ew_host, dtype, repeats, rng, bw, modes, rotate,
-                progress) -> list[Row]:
+                progress, block_size=None) -> list[Row]:
     import cupy as cp
 
     from . import cuda
     ew = cuda.to_device(ew_host)
-    caps = Caps.for_weights(ew, max_tokens=max(tokens), top_k=preset.top_k, dtype=dtype)
+    caps = Caps.for_weights(ew, max_tokens=max(tokens), top_k=preset.top_k, dtype=dtype,
+                            block_size_m=block_size)
     p = make_plan(caps)
     cuda.prewarm(p, progress=progress)                  # the tqdm bar while it compiles
     scratch = cuda.allocate_scratch(p)
@@ -238,8 +240,9 @@ def _bench_cuda(preset, tokens, ew_host, dtype, repeats, rng, bw, modes, rotate,
 def bench(presets, tokens, *, backend: str = "auto", fmt: str = "mxfp4",
           dtype: str = "bfloat16", modes=("graph", "eager"), repeats: int = 30,
           rotate: int = 4, num_experts: int | None = None, seed: int = 0,
-          progress: bool = True) -> tuple[list[Row], float]:
-    """(rows, copy bandwidth B/s) for every preset x T (see the module docstring)."""
+          progress: bool = True, block_size: int | None = None) -> tuple[list[Row], float]:
+    """(rows, copy bandwidth B/s) for every preset x T (see the module docstring);
+    ``block_size`` pins the packed regime's block of routes (Caps.block_size_m)."""
     if backend == "auto":
         from . import cuda
         backend = "cuda" if cuda.is_available() else "ref"
@@ -256,9 +259,9 @@ def bench(presets, tokens, *, backend: str = "auto", fmt: str = "mxfp4",
         ew = random_layer(pr, fmt, seed, num_experts)
         if backend == "cuda":
             rows += _bench_cuda(pr, tokens, ew, dtype, repeats, rng, bw, modes, rotate,
-                                progress)
+                                progress, block_size)
         else:
-            rows += _bench_ref(pr, tokens, ew, dtype, repeats, rng, bw)
+            rows += _bench_ref(pr, tokens, ew, dtype, repeats, rng, bw, block_size)
     return rows, bw
 
 

@@ -48,6 +48,24 @@ def test_cli_bench_on_the_reference(tmp_path):
         assert float(row["floor_us"]) > 0 and row["ok"] == "True"
 
 
+def test_bench_block_size_pin(monkeypatch):
+    """--block-size / block_size= reaches the plan (Caps.block_size_m): every
+    packed call of the run uses that block."""
+    seen = []
+    real = bench.make_plan
+
+    def spy(caps):
+        seen.append(caps.block_size_m)
+        return real(caps)
+    monkeypatch.setattr(bench, "make_plan", spy)
+    rows, _ = bench.bench(["tiny"], [65], backend="ref", repeats=1, num_experts=3,
+                          progress=False, block_size=8)
+    assert seen == [8] and rows[0].regime == "packed" and rows[0].ok
+    r = subprocess.run([sys.executable, "-m", "pymoe", "bench", "--block-size", "12"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "argument --block-size: invalid choice: 12" in r.stderr
+
+
 @pytest.mark.parametrize("args,match", [
     (("--tokens", "0"), "argument --tokens: token counts must be >= 1"),
     (("--tokens", "a,b"), "argument --tokens: expected comma-separated ints"),

@@ -371,14 +371,16 @@ class Plan:
                            "topk_weights": topk_weights, "topk_ids": topk_ids,
                            "expert_map": expert_map})
         reg, b, shapes = c.shapes_for(max(t, 1))
+        keys = c.launch_keys(reg, b)
+        if kind == "device":
+            check_x_words(x, reg, keys)
         views = {}
         for ts in shapes:
             pt = self.tensor(reg, ts.name)
             views[ts.name] = self._view(scratch, pt, ts)
         return Binding(plan=self, kind=kind, regime=reg, num_tokens=t, block=b, x=x,
                        experts=experts, topk_weights=topk_weights, topk_ids=topk_ids,
-                       out=out, expert_map=expert_map, views=views,
-                       keys=c.launch_keys(reg, b))
+                       out=out, expert_map=expert_map, views=views, keys=keys)
 
     @staticmethod
     def _view(scratch, pt: PlanTensor, ts: geo.TensorShape):
@@ -407,6 +409,20 @@ class Plan:
             raise TypeError(f"experts: on {experts.device!r} but x is a {kind} array; "
                             + ("upload once with pymoe.cuda.to_device(experts)"
                                if want == "cuda" else "use host (NumPy) weights"))
+
+
+def check_x_words(x, regime: str, keys) -> None:
+    """The packed regime's tensor-core GEMMs (mma, wgmma) read x as 32-bit words:
+    x's data pointer must be 4-byte aligned (rows are, H % 8 == 0).  A view that
+    starts at an odd 16-bit element would fault on the GPU, so it is refused here,
+    before any launch.  The decode regime and the fma GEMM read 16-bit values."""
+    if regime != "packed" or keys[1].gemm not in ("mma", "wgmma"):
+        return
+    p = data_address(x)
+    if p % 4:
+        raise ValueError(f"x: data pointer {p:#x} is not 4-byte aligned; the packed "
+                         f"regime's {keys[1].gemm} GEMM reads x as 32-bit words: pass an "
+                         "aligned x (e.g. a copy)")
 
 
 def _span(a) -> tuple[int, int]:

@@ -229,3 +229,24 @@ def test_cli_plan():
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "route_out" in r.stdout and "MiB" in r.stdout
+
+
+def test_packed_tensor_core_gemms_refuse_a_misaligned_x():
+    """x starting at an odd 16-bit element: the packed regime's mma / wgmma GEMMs
+    read it as 32-bit words and would fault, so bind refuses it by name (this is
+    the check bind runs on device arrays); decode and the fma GEMM take it."""
+    from pymoe.plan import check_x_words
+    kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
+              intermediate_size=32, has_bias=False, router_on_input=False,
+              swiglu_limit=None, swiglu_alpha=None)
+    buf = np.zeros(2 * 64 + 2, np.uint16)
+    assert buf.ctypes.data % 4 == 0
+    odd, even = buf[1:129].reshape(2, 64), buf[2:130].reshape(2, 64)
+    for gemm in ("mma", "wgmma"):
+        keys = geo.launch_keys("packed", 8, gemm=gemm, **kw)
+        with pytest.raises(ValueError, match=r"x: data pointer 0x[0-9a-f]+ is not 4-byte "
+                                             rf"aligned; the packed regime's {gemm} GEMM"):
+            check_x_words(odd, "packed", keys)
+        check_x_words(even, "packed", keys)
+    check_x_words(odd, "packed", geo.launch_keys("packed", 8, gemm="fma", **kw))
+    check_x_words(odd, "decode", geo.launch_keys("decode", None, gemm="mma", **kw))

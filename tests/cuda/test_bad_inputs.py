@@ -303,3 +303,35 @@ def test_every_bad_input_is_refused_before_any_launch(ctx, launches):
         np.testing.assert_array_equal(after, baseline, err_msg=f"after row {row.name!r}")
         report.append(f"{row.name:34} {type(e.value).__name__:30} {str(e.value)[:70]}")
     print(f"\n{len(report)} rows refused before any launch:\n" + "\n".join(report))
+
+
+@pytest.mark.parametrize("gemm", ["mma", "wgmma"])
+def test_misaligned_x_refused_in_the_packed_regime(gemm, launches, monkeypatch):
+    """An x view that starts at an odd 16-bit element: the packed regime's
+    tensor-core GEMMs read x as 32-bit words, so bind refuses it before any
+    launch; the same view runs in the decode regime (16-bit or 8-byte loads by
+    the pointer's alignment) and, copied, in the packed one."""
+    cp = _cp()
+    monkeypatch.setenv("PYMOE_GEMM", gemm)
+    t = 80                                              # past the decode cut (k = 2)
+    prob = make_problem(Case(t, H, I, E, K, seed=5))
+    ew = pymoe.cuda.to_device(prob.experts)
+    plan = pymoe.plan(pymoe.Caps.for_weights(prob.experts, max_tokens=t, top_k=K))
+    buf = cp.zeros(t * H + 2, cp.uint16)
+    odd = buf[1:1 + t * H].reshape(t, H)
+    odd[...] = cp.asarray(prob.x.view(np.uint16))
+    kw = dict(scratch=pymoe.cuda.allocate_scratch(plan), experts=ew,
+              topk_weights=cp.asarray(prob.topk_weights), topk_ids=cp.asarray(prob.topk_ids))
+    before = launches[0]
+    with pytest.raises(ValueError, match=rf"x: data pointer 0x[0-9a-f]+ is not 4-byte "
+                                         rf"aligned; the packed regime's {gemm} GEMM"):
+        plan.bind(x=odd, **kw)
+    assert launches[0] == before
+    aligned = cp.asarray(prob.x.view(np.uint16))
+    y_copy = pymoe.run(plan.bind(x=odd.copy(), **kw)).get()
+    y = pymoe.run(plan.bind(x=aligned, **kw)).get()
+    np.testing.assert_array_equal(y_copy, y)
+    small = {n: (a[:12] if n.startswith("topk") else a) for n, a in kw.items()}
+    s_odd = pymoe.run(plan.bind(x=odd[:12], **small)).get()     # decode: any alignment
+    s = pymoe.run(plan.bind(x=aligned[:12], **small)).get()
+    np.testing.assert_array_equal(s_odd, s)

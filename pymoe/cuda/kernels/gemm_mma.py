@@ -41,7 +41,7 @@ from .intrinsics import as_bits
 from .ptx import f2h, mma_bf16, mma_f16, mul2_bf16, mul2_f16, prmt
 
 __all__ = ["make_tile_gemm", "make_decode_word", "make_decode_pairs", "make_route_row",
-           "TABLES"]
+           "make_load_w", "TABLES"]
 
 # 8-byte magnitude tables (index = 3 magnitude bits of an E2M1 code): the high and
 # low bytes of the 16-bit encodings of 0, .5, 1, 1.5, 2, 3, 4, 6.
@@ -125,6 +125,34 @@ def make_route_row(key: LaunchKey, block: int, gather_tokens: bool):
     return route_row
 
 
+def make_load_w(sh: Shape):
+    """load_w(c, wb0, wb1, sb0, sb1, sidx, w, s) -> (word0, word1, byte0, byte1):
+    chunk c's weight words of a lane's two rows (word offsets wb0 / wb1 with the
+    lane's t folded in, < 0: a row past the outputs, zeros) and their scale
+    BYTES (row offsets sb0 / sb1; NVFP4's group 2c + sidx), zeros past the last
+    chunk.  The bytes are looked up only at use, an iteration or two later: an
+    LDS on a fresh LDG would stall the warp for a whole global latency."""
+    nv, chunks = sh.nv, sh.chunks
+
+    @cuda.jit(device=True, inline=True)
+    def load_w(c, wb0, wb1, sb0, sb1, sidx, w, s):
+        wv0 = uint32(0)
+        wv1 = uint32(0)
+        sc0 = uint32(0)
+        sc1 = uint32(0)
+        if c < chunks:
+            sg = 2 * c + sidx if nv else c
+            if wb0 >= 0:
+                wv0 = uint32(w[wb0 + 4 * c])
+                sc0 = uint32(s[sb0 + sg])
+            if wb1 >= 0:
+                wv1 = uint32(w[wb1 + 4 * c])
+                sc1 = uint32(s[sb1 + sg])
+        return wv0, wv1, sc0, sc1
+
+    return load_w
+
+
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     """Tensor-core twin of gemm_fma.make_tile_gemm (see the module docstring)."""
     bf16 = key.dtype == "bfloat16"
@@ -140,6 +168,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     xw_n = b * 16
 
     round_pair = make_round_pair(key.dtype)
+    load_w = make_load_w(sh)
     n_tasks = b * 4                                 # (route, 8-value group) a chunk
     assert n_tasks <= 2 * THREADS, "two staging tasks a thread at most"
 
@@ -184,25 +213,6 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             xw[base + ((4 * tq + 3) ^ swm)] = prmt(v1, v3, uint32(0x7632))
 
     @cuda.jit(device=True, inline=True)
-    def load_w(c, wbase, sbase, t, w, s):
-        """Chunk c's weight words of the lane's two rows and their scale BYTES
-        (looked up only at use, an iteration later: an LDS on a fresh LDG stalls
-        the warp for a whole global latency)."""
-        wv0 = uint32(0)
-        wv1 = uint32(0)
-        r0 = uint32(0)
-        r1 = uint32(0)
-        if c < chunks:
-            sg = 2 * c + t // 2 if nv else c
-            if wbase[0] >= 0:
-                wv0 = uint32(w[wbase[0] + c * 4])
-                r0 = uint32(s[sbase[0] + sg])
-            if wbase[1] >= 0:
-                wv1 = uint32(w[wbase[1] + c * 4])
-                r1 = uint32(s[sbase[1] + sg])
-        return wv0, wv1, r0, r1
-
-    @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
         tid = cuda.threadIdx.x
         warp = tid // 32
@@ -245,12 +255,14 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         # B * 4 <= 2 * THREADS)
         i0 = tid
         i1 = tid + THREADS
-        nw0, nw1, nr0, nr1 = load_w(0, wbase, sbase, t, w, s)
+        sidx = t // 2 if nv else 0
+        nw0, nw1, nr0, nr1 = load_w(0, wbase[0], wbase[1], sbase[0], sbase[1], sidx, w, s)
         for c in range(chunks):
             store_xa(i0, load_xa(c, i0, xrow, a), xw, xmul)
             store_xa(i1, load_xa(c, i1, xrow, a), xw, xmul)
             wv0, wv1, r0, r1 = nw0, nw1, nr0, nr1
-            nw0, nw1, nr0, nr1 = load_w(c + 1, wbase, sbase, t, w, s)
+            nw0, nw1, nr0, nr1 = load_w(c + 1, wbase[0], wbase[1], sbase[0], sbase[1], sidx,
+                                         w, s)
             cuda.syncthreads()
             sc0 = uint32(0)
             sc1 = uint32(0)

@@ -42,9 +42,9 @@ from numba import cuda, float32, int32, int64, uint32
 
 from ...geometry import WGMMA_RING, LaunchKey
 from .common import THREADS, TILE_ROWS, Shape, make_round_pair, tile_roles
-from .gemm_mma import make_decode_pairs, make_load_w, make_route_row
+from .gemm_mma import make_decode_pairs, make_route_row
 from .intrinsics import as_bits
-from .ptx import f2h, prmt, smem_u32, sts2
+from .ptx import f2h, gaddr, ld_nc1, ld_nc4, ld_nc_u8, prmt, smem_u32, sts2
 from .wgmma import (fence_proxy_async, make_acc_fill, make_wgmma_rs, make_wgmma_wait,
                     store_acc_t, wgmma_commit, wgmma_desc, wgmma_fence)
 
@@ -64,18 +64,22 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups
     b = block
     ring = WGMMA_RING
+    assert ring & (ring - 1) == 0, "the ring index is a mask"
+    k_whole = kdim % 16 == 0                     # no chunk half is cut by K
     img = 64 * b                                 # bytes of one chunk's image (2 k-steps)
     ring_words = ring * img // 4 + 32            # + 128 bytes to align the ring
     fill = make_acc_fill(b)
     mma = make_wgmma_rs(b, key.dtype)
     wait0 = make_wgmma_wait(0)
     round_pair = make_round_pair(key.dtype)
-    load_w = make_load_w(sh)
 
     @cuda.jit(device=True, inline=True)
-    def load_x(c, off, hh, mult, a):
+    def load_x(c, off, hh, mult, a, avec):
         """The 8 activation words (values 16hh .. 16hh+15 of chunk c) of one route
-        row at word offset off (< 0: padding): zeros past K or in padding."""
+        row at word offset off (< 0: padding): zeros past K or in padding.
+        avec: the activations' base is 16-byte aligned (two 16-byte loads; rows
+        and chunk halves are, since K % 8 == 0), else 4-byte loads.  The loads
+        are intrinsics: no wraparound or bounds code around them."""
         v0 = uint32(0)
         v1 = uint32(0)
         v2 = uint32(0)
@@ -87,15 +91,21 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         k0 = c * 32 + 16 * hh
         if off >= 0 and k0 < kdim:
             src = off + c * 16 + 8 * hh
-            v0 = uint32(a[src])
-            v1 = uint32(a[src + 1])
-            v2 = uint32(a[src + 2])
-            v3 = uint32(a[src + 3])
-            if k0 + 8 < kdim:                    # K % 8 == 0: whole 8-value groups
-                v4 = uint32(a[src + 4])
-                v5 = uint32(a[src + 5])
-                v6 = uint32(a[src + 6])
-                v7 = uint32(a[src + 7])
+            hi = k_whole or k0 + 8 < kdim               # K % 8 == 0: whole 8-value groups
+            if avec:
+                v0, v1, v2, v3 = ld_nc4(a, src)
+                if hi:
+                    v4, v5, v6, v7 = ld_nc4(a, src + 4)
+            else:
+                v0 = ld_nc1(a, src)
+                v1 = ld_nc1(a, src + 1)
+                v2 = ld_nc1(a, src + 2)
+                v3 = ld_nc1(a, src + 3)
+                if hi:
+                    v4 = ld_nc1(a, src + 4)
+                    v5 = ld_nc1(a, src + 5)
+                    v6 = ld_nc1(a, src + 6)
+                    v7 = ld_nc1(a, src + 7)
             if on_input:
                 v0 = round_pair(v0, mult)
                 v1 = round_pair(v1, mult)
@@ -119,6 +129,28 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
              prmt(v5, v7, uint32(0x5410)))
         sts2(row + uint32(32 * b + LBO), prmt(v1, v3, uint32(0x7632)),
              prmt(v5, v7, uint32(0x7632)))
+
+    @cuda.jit(device=True, inline=True)
+    def load_w(c, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s):
+        """Chunk c's weight words of the lane's two rows and their scale BYTES
+        (looked up in s2 only when decoded, two iterations later: an LDS on a
+        fresh LDG would stall the warp for a whole global latency here).
+        Branch-free: c is clamped to the last chunk (loads past it are never
+        decoded) and a row past the tile's outputs reads a valid row (wb/sb)
+        and is zeroed (ok)."""
+        cc = min(c, chunks - 1)
+        sg = 2 * cc + sidx if nv else cc
+        wv0 = ld_nc1(w, wb0 + 4 * cc)
+        sc0 = ld_nc_u8(s, sb0 + sg)
+        wv1 = ld_nc1(w, wb1 + 4 * cc)
+        sc1 = ld_nc_u8(s, sb1 + sg)
+        if not ok0:
+            wv0 = uint32(0)
+            sc0 = uint32(0)
+        if not ok1:
+            wv1 = uint32(0)
+            sc1 = uint32(0)
+        return wv0, wv1, sc0, sc1
 
     @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
@@ -146,26 +178,27 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         xrow = ring_base + uint32((m >> 3) * SBO + (m & 7) * 16 + 8 * hh)
         n_a, row_a = row_of(n0, 16 * warp + g)
         n_b, row_b = row_of(n0, 16 * warp + g + 8)
-        wb0 = int64(-1)
-        wb1 = int64(-1)
-        sb0 = int64(0)
-        sb1 = int64(0)
-        if n_a < nout:
-            wb0 = (e * rows + row_a) * words + t
-            sb0 = (e * rows + row_a) * sgroups
-        if n_b < nout:
-            wb1 = (e * rows + row_b) * words + t
-            sb1 = (e * rows + row_b) * sgroups
+        ok0 = n_a < nout
+        ok1 = n_b < nout
+        if not ok0:                                     # read row 0, zeroed in load_w
+            row_a = 0
+        if not ok1:
+            row_b = 0
+        wb0 = (e * rows + row_a) * words + t
+        sb0 = (e * rows + row_a) * sgroups
+        wb1 = (e * rows + row_b) * words + t
+        sb1 = (e * rows + row_b) * sgroups
+        avec = (gaddr(a, 0) & 15) == 0
         sidx = t // 2 if nv else 0
         # prologue: chunks 0 .. ring-3 staged, chunk ring-2's activations and
         # chunks 0, 1's weights in registers
         if stager:
             for c0 in range(ring - 2):
-                store_x(xrow + uint32(c0 * img), load_x(c0, off, hh, mult, a))
-        xn = load_x(ring - 2, off, hh, mult, a)
+                store_x(xrow + uint32(c0 * img), load_x(c0, off, hh, mult, a, avec))
+        xn = load_x(ring - 2, off, hh, mult, a, avec)
         cuda.syncthreads()                              # s2
-        wa0, wa1, ba0, ba1 = load_w(0, wb0, wb1, sb0, sb1, sidx, w, s)
-        wn0, wn1, bn0, bn1 = load_w(1, wb0, wb1, sb0, sb1, sidx, w, s)
+        wa0, wa1, ba0, ba1 = load_w(0, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s)
+        wn0, wn1, bn0, bn1 = load_w(1, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s)
         acc = fill(float32(0.0))
         for c in range(chunks):
             fence_proxy_async()
@@ -177,19 +210,19 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             sa1 = s2[ba1]
             a00, a01, a02, a03 = decode_pairs(wa0, sa0)
             a10, a11, a12, a13 = decode_pairs(wa1, sa1)
-            sa = ring_base + uint32((c % ring) * img)
+            sa = ring_base + uint32((c & (ring - 1)) * img)
             wgmma_fence()
             acc = mma(acc, a00, a10, a01, a11, wgmma_desc(sa, LBO, SBO), int32(1))
             acc = mma(acc, a02, a12, a03, a13, wgmma_desc(sa + uint32(32 * b), LBO, SBO),
                       int32(1))
             wgmma_commit()
             wa0, wa1, ba0, ba1 = wn0, wn1, bn0, bn1
-            wn0, wn1, bn0, bn1 = load_w(c + 2, wb0, wb1, sb0, sb1, sidx, w, s)
+            wn0, wn1, bn0, bn1 = load_w(c + 2, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s)
             cs = c + ring - 2
             if cs < chunks:
                 if stager:
-                    store_x(xrow + uint32((cs % ring) * img), xn)
-                xn = load_x(cs + 1, off, hh, mult, a)
+                    store_x(xrow + uint32((cs & (ring - 1)) * img), xn)
+                xn = load_x(cs + 1, off, hh, mult, a, avec)
         wait0()
         store_acc_t(acc_tile, int64(2 * t) * TILE_ROWS + 16 * warp + g, TILE_ROWS, acc)
         cuda.syncthreads()

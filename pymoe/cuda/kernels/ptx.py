@@ -13,7 +13,9 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
                                mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}
     h2f(bits) / f2h(f)         fp16 bits <-> float32 (cvt, round to nearest even)
     ld_nc2(arr, i)             8 bytes at &arr[i] (any element type) as 2 uint32:
-                               ld.global.nc.v2 (activations, cached)
+                               ld.global.nc.v2 (activations, cached); ld_nc4 16
+                               bytes as 4, ld_nc1 4 bytes, ld_nc_u8 one byte
+                               (zero-extended); no wraparound or bounds checks
     smem_u32(arr)              the 32-bit shared-window address of a shared array
     gaddr(arr, i)              the global address (int64) of arr[i]
     cp_async16/8/4_g(s, g)     cp.async.cg (16 B) / .ca (8, 4 B) from global
@@ -32,7 +34,8 @@ from numba import config, types
 from numba.cuda.extending import intrinsic
 
 __all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
-           "ld_nc2", "smem_u32", "gaddr", "cp_async16_g", "cp_async8_g", "cp_async4_g",
+           "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "smem_u32", "gaddr", "cp_async16_g",
+           "cp_async8_g", "cp_async4_g",
            "cp_commit", "make_cp_wait", "lds4", "lds2", "lds1", "sts2"]
 
 _I32 = ir.IntType(32)
@@ -175,6 +178,9 @@ def _make_ld(n: int, opcode: str):
 
 
 ld_nc2 = _make_ld(2, "ld.global.nc.v2.u32")
+ld_nc4 = _make_ld(4, "ld.global.nc.v4.u32")
+ld_nc1 = _make_ld(1, "ld.global.nc.u32")
+ld_nc_u8 = _make_ld(1, "ld.global.nc.u8")        # zero-extended into a 32-bit register
 
 
 # ---- cp.async rings (decode kernels): shared addresses are 32-bit shared-window

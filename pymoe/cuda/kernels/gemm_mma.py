@@ -38,7 +38,8 @@ from numba import cuda, float32, int64, uint32
 from ...geometry import LaunchKey
 from .common import THREADS, TILE_ROWS, Shape, make_round_pair, tile_roles
 from .intrinsics import as_bits
-from .ptx import f2h, mma_bf16, mma_f16, mul2_bf16, mul2_f16, prmt
+from .ptx import (f2h, gaddr, ld_nc1, ld_nc4, ld_nc_u8, mma_bf16, mma_f16, mul2_bf16, mul2_f16,
+                  prmt)
 
 __all__ = ["make_tile_gemm", "make_decode_word", "make_decode_pairs", "make_route_row",
            "make_load_w", "TABLES"]
@@ -126,28 +127,30 @@ def make_route_row(key: LaunchKey, block: int, gather_tokens: bool):
 
 
 def make_load_w(sh: Shape):
-    """load_w(c, wb0, wb1, sb0, sb1, sidx, w, s) -> (word0, word1, byte0, byte1):
-    chunk c's weight words of a lane's two rows (word offsets wb0 / wb1 with the
-    lane's t folded in, < 0: a row past the outputs, zeros) and their scale
-    BYTES (row offsets sb0 / sb1; NVFP4's group 2c + sidx), zeros past the last
-    chunk.  The bytes are looked up only at use, an iteration or two later: an
-    LDS on a fresh LDG would stall the warp for a whole global latency."""
+    """load_w(c, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s) -> (word0, word1, byte0,
+    byte1): chunk c's weight words of a lane's two rows (word offsets wb0 / wb1
+    with the lane's t folded in) and their scale BYTES (row offsets sb0 / sb1;
+    NVFP4's group 2c + sidx).  Branch-free: c is clamped to the last chunk (a
+    load past it is never used) and a row past the tile's outputs (not ok) reads
+    a valid row and is zeroed.  The bytes are looked up only at use, an
+    iteration or two later: an LDS on a fresh LDG would stall the warp for a
+    whole global latency."""
     nv, chunks = sh.nv, sh.chunks
 
     @cuda.jit(device=True, inline=True)
-    def load_w(c, wb0, wb1, sb0, sb1, sidx, w, s):
-        wv0 = uint32(0)
-        wv1 = uint32(0)
-        sc0 = uint32(0)
-        sc1 = uint32(0)
-        if c < chunks:
-            sg = 2 * c + sidx if nv else c
-            if wb0 >= 0:
-                wv0 = uint32(w[wb0 + 4 * c])
-                sc0 = uint32(s[sb0 + sg])
-            if wb1 >= 0:
-                wv1 = uint32(w[wb1 + 4 * c])
-                sc1 = uint32(s[sb1 + sg])
+    def load_w(c, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s):
+        cc = min(c, chunks - 1)
+        sg = 2 * cc + sidx if nv else cc
+        wv0 = ld_nc1(w, wb0 + 4 * cc)
+        sc0 = ld_nc_u8(s, sb0 + sg)
+        wv1 = ld_nc1(w, wb1 + 4 * cc)
+        sc1 = ld_nc_u8(s, sb1 + sg)
+        if not ok0:
+            wv0 = uint32(0)
+            sc0 = uint32(0)
+        if not ok1:
+            wv1 = uint32(0)
+            sc1 = uint32(0)
         return wv0, wv1, sc0, sc1
 
     return load_w
@@ -173,22 +176,27 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     assert n_tasks <= 2 * THREADS, "two staging tasks a thread at most"
 
     @cuda.jit(device=True, inline=True)
-    def load_xa(c, idx, xrow, a):
+    def load_xa(c, idx, xrow, a, avec):
         """The 4 activation words of task idx (route idx // 4, values 8tq..8tq+7
-        of chunk c, tq = idx % 4): zeros in padding, past K or past the tasks."""
+        of chunk c, tq = idx % 4): zeros in padding, past K or past the tasks.
+        avec: the activations' base is 16-byte aligned (one 16-byte load), else
+        four 4-byte loads; intrinsics, so no wraparound code around them."""
         v0 = uint32(0)
         v1 = uint32(0)
         v2 = uint32(0)
         v3 = uint32(0)
         if idx < n_tasks and c < chunks:
-            off = xrow[idx // 4]
-            tq = idx % 4
+            off = xrow[uint32(idx) >> uint32(2)]
+            tq = idx & 3
             if off >= 0 and c * 32 + 8 * tq < kdim:
                 src = off + c * 16 + 4 * tq
-                v0 = uint32(a[src])
-                v1 = uint32(a[src + 1])
-                v2 = uint32(a[src + 2])
-                v3 = uint32(a[src + 3])
+                if avec:
+                    v0, v1, v2, v3 = ld_nc4(a, src)
+                else:
+                    v0 = ld_nc1(a, src)
+                    v1 = ld_nc1(a, src + 1)
+                    v2 = ld_nc1(a, src + 2)
+                    v3 = ld_nc1(a, src + 3)
         return v0, v1, v2, v3
 
     @cuda.jit(device=True, inline=True)
@@ -197,20 +205,21 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         router weight, rounded, when it goes on the input)."""
         if idx < n_tasks:
             v0, v1, v2, v3 = x
-            m = idx // 4
-            tq = idx % 4
+            m = uint32(idx) >> uint32(2)
+            tq = uint32(idx) & uint32(3)
             if on_input:
                 mult = xmul[m]
                 v0 = round_pair(v0, mult)
                 v1 = round_pair(v1, mult)
                 v2 = round_pair(v2, mult)
                 v3 = round_pair(v3, mult)
-            base = m * 16
-            swm = (m >> 1) & 3
-            xw[base + ((4 * tq + 0) ^ swm)] = prmt(v0, v2, uint32(0x5410))
-            xw[base + ((4 * tq + 1) ^ swm)] = prmt(v0, v2, uint32(0x7632))
-            xw[base + ((4 * tq + 2) ^ swm)] = prmt(v1, v3, uint32(0x5410))
-            xw[base + ((4 * tq + 3) ^ swm)] = prmt(v1, v3, uint32(0x7632))
+            base = m * uint32(16)
+            swm = (m >> uint32(1)) & uint32(3)
+            q = uint32(4) * tq
+            xw[base + (q ^ swm)] = prmt(v0, v2, uint32(0x5410))
+            xw[base + ((q + uint32(1)) ^ swm)] = prmt(v0, v2, uint32(0x7632))
+            xw[base + ((q + uint32(2)) ^ swm)] = prmt(v1, v3, uint32(0x5410))
+            xw[base + ((q + uint32(3)) ^ swm)] = prmt(v1, v3, uint32(0x7632))
 
     @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
@@ -234,21 +243,26 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
             xrow[m] = off
             xmul[m] = mult
-        # this lane's two weight rows (local lr0 = 16*warp + g and lr0 + 8)
-        wbase = cuda.local.array(2, int64)
-        sbase = cuda.local.array(2, int64)
-        for h in range(2):
-            n, row = row_of(n0, 16 * warp + g + 8 * h)
-            if n < nout:
-                wbase[h] = (e * rows + row) * words + t
-                sbase[h] = (e * rows + row) * sgroups
-            else:
-                wbase[h] = -1
-                sbase[h] = -1
+        # this lane's two weight rows (local lr0 = 16*warp + g and lr0 + 8); a
+        # row past the outputs reads row 0 and is zeroed in load_w
+        n_a, row_a = row_of(n0, 16 * warp + g)
+        n_b, row_b = row_of(n0, 16 * warp + g + 8)
+        ok0 = n_a < nout
+        ok1 = n_b < nout
+        if not ok0:
+            row_a = 0
+        if not ok1:
+            row_b = 0
+        wb0 = (e * rows + row_a) * words + t
+        sb0 = (e * rows + row_a) * sgroups
+        wb1 = (e * rows + row_b) * words + t
+        sb1 = (e * rows + row_b) * sgroups
+        avec = (gaddr(a, 0) & 15) == 0
         acc = cuda.local.array(acc_n, float32)
         for i in range(acc_n):
             acc[i] = float32(0.0)
-        sw = (g >> 1) & 3                                # read swizzle of routes 8j+g
+        sw = uint32((g >> 1) & 3)                        # read swizzle of routes 8j+g
+        t4 = uint32(4 * t)
         cuda.syncthreads()
         # software pipeline: chunk c+1's weight words and scale bytes are
         # loaded while chunk c multiplies (two staging tasks a thread at most:
@@ -256,13 +270,12 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         i0 = tid
         i1 = tid + THREADS
         sidx = t // 2 if nv else 0
-        nw0, nw1, nr0, nr1 = load_w(0, wbase[0], wbase[1], sbase[0], sbase[1], sidx, w, s)
+        nw0, nw1, nr0, nr1 = load_w(0, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s)
         for c in range(chunks):
-            store_xa(i0, load_xa(c, i0, xrow, a), xw, xmul)
-            store_xa(i1, load_xa(c, i1, xrow, a), xw, xmul)
+            store_xa(i0, load_xa(c, i0, xrow, a, avec), xw, xmul)
+            store_xa(i1, load_xa(c, i1, xrow, a, avec), xw, xmul)
             wv0, wv1, r0, r1 = nw0, nw1, nr0, nr1
-            nw0, nw1, nr0, nr1 = load_w(c + 1, wbase[0], wbase[1], sbase[0], sbase[1], sidx,
-                                         w, s)
+            nw0, nw1, nr0, nr1 = load_w(c + 1, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s)
             cuda.syncthreads()
             sc0 = uint32(0)
             sc1 = uint32(0)
@@ -277,11 +290,11 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             a00, a01, a02, a03 = decode_pairs(wv0, sc0)
             a10, a11, a12, a13 = decode_pairs(wv1, sc1)
             for j in range(nt):
-                rb = (8 * j + g) * 16
-                b00 = xw[rb + ((4 * t + 0) ^ sw)]
-                b01 = xw[rb + ((4 * t + 1) ^ sw)]
-                b10 = xw[rb + ((4 * t + 2) ^ sw)]
-                b11 = xw[rb + ((4 * t + 3) ^ sw)]
+                rb = uint32((8 * j + g) * 16)            # unsigned: no wraparound code
+                b00 = xw[rb + (t4 ^ sw)]
+                b01 = xw[rb + ((t4 + uint32(1)) ^ sw)]
+                b10 = xw[rb + ((t4 + uint32(2)) ^ sw)]
+                b11 = xw[rb + ((t4 + uint32(3)) ^ sw)]
                 if nv:
                     d0, d1, d2, d3 = mma(a00, a10, a01, a11, b00, b01, acc[4 * j],
                                          acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3])

@@ -42,9 +42,9 @@ from numba import cuda, float32, int32, int64, uint32
 
 from ...geometry import WGMMA_RING, LaunchKey
 from .common import THREADS, TILE_ROWS, Shape, make_round_pair, tile_roles
-from .gemm_mma import make_decode_pairs, make_route_row
+from .gemm_mma import make_decode_pairs, make_load_w, make_route_row
 from .intrinsics import as_bits
-from .ptx import f2h, gaddr, ld_nc1, ld_nc4, ld_nc_u8, prmt, smem_u32, sts2
+from .ptx import f2h, gaddr, ld_nc1, ld_nc4, prmt, smem_u32, sts2
 from .wgmma import (fence_proxy_async, make_acc_fill, make_wgmma_rs, make_wgmma_wait,
                     store_acc_t, wgmma_commit, wgmma_desc, wgmma_fence)
 
@@ -72,6 +72,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     mma = make_wgmma_rs(b, key.dtype)
     wait0 = make_wgmma_wait(0)
     round_pair = make_round_pair(key.dtype)
+    load_w = make_load_w(sh)
 
     @cuda.jit(device=True, inline=True)
     def load_x(c, off, hh, mult, a, avec):
@@ -129,28 +130,6 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
              prmt(v5, v7, uint32(0x5410)))
         sts2(row + uint32(32 * b + LBO), prmt(v1, v3, uint32(0x7632)),
              prmt(v5, v7, uint32(0x7632)))
-
-    @cuda.jit(device=True, inline=True)
-    def load_w(c, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s):
-        """Chunk c's weight words of the lane's two rows and their scale BYTES
-        (looked up in s2 only when decoded, two iterations later: an LDS on a
-        fresh LDG would stall the warp for a whole global latency here).
-        Branch-free: c is clamped to the last chunk (loads past it are never
-        decoded) and a row past the tile's outputs reads a valid row (wb/sb)
-        and is zeroed (ok)."""
-        cc = min(c, chunks - 1)
-        sg = 2 * cc + sidx if nv else cc
-        wv0 = ld_nc1(w, wb0 + 4 * cc)
-        sc0 = ld_nc_u8(s, sb0 + sg)
-        wv1 = ld_nc1(w, wb1 + 4 * cc)
-        sc1 = ld_nc_u8(s, sb1 + sg)
-        if not ok0:
-            wv0 = uint32(0)
-            sc0 = uint32(0)
-        if not ok1:
-            wv1 = uint32(0)
-            sc1 = uint32(0)
-        return wv0, wv1, sc0, sc1
 
     @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):

@@ -24,7 +24,8 @@ import math
 from dataclasses import dataclass
 
 __all__ = [
-    "BLOCK_SIZES", "DECODE_MAX_TOKENS", "REGIMES", "FORMATS", "ACTIVATIONS",
+    "BLOCK_SIZES", "WGMMA_BLOCK_SIZES", "DECODE_MAX_TOKENS", "REGIMES", "FORMATS",
+    "ACTIVATIONS",
     "DTYPES", "W13_LAYOUTS", "ALIGN", "regime_for", "select_block_size",
     "block_size_ranges", "reachable_block_sizes", "packed_slots", "num_blocks",
     "token_buckets", "scratch_shapes", "TensorShape", "LaunchKey", "launch_keys",
@@ -52,6 +53,10 @@ REGIMES = ("decode", "packed")
 # Routes per block of the packed regime.  8 is the n of an m16n8k16 mma (tokens
 # on the N side); 64 keeps a prefill tile's weight reuse high.
 BLOCK_SIZES = (8, 16, 32, 64)
+# The wgmma GEMM also takes blocks of 128 routes (m64n128: one decoded weight
+# serves twice the routes).  Not chosen automatically yet: only a pin
+# (Caps.block_size_m = 128) with PYMOE_GEMM=wgmma uses it (WIP, to measure).
+WGMMA_BLOCK_SIZES = BLOCK_SIZES + (128,)
 
 # T <= decode_max_tokens(k) runs the direct decode regime: no route packing;
 # every CTA reads topk_ids itself, takes one active expert and a few 16-row weight
@@ -421,6 +426,10 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
         return (LaunchKey("decode_fc1", tile_n=half, **common),
                 LaunchKey("decode_fc2", tile_n=V2_TILE_ROWS, **common), combine)
     b = int(block)
+    if b not in (WGMMA_BLOCK_SIZES if gemm == "wgmma" else BLOCK_SIZES):
+        raise ValueError(f"block={b}: the {gemm!r} GEMM takes blocks of "
+                         f"{WGMMA_BLOCK_SIZES if gemm == 'wgmma' else BLOCK_SIZES} routes "
+                         f"(128 needs PYMOE_GEMM=wgmma)")
     return (LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,
                       intermediate_size=0),
             LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation), gemm=gemm, **common),

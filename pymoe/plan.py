@@ -78,9 +78,9 @@ class Caps:
             if getattr(self, n) % mult:
                 raise ValueError(f"Caps.{n}={getattr(self, n)}: must be a multiple of "
                                  f"{mult} for format={self.format!r}")
-        if self.block_size_m is not None and self.block_size_m not in geo.BLOCK_SIZES:
+        if self.block_size_m is not None and self.block_size_m not in geo.WGMMA_BLOCK_SIZES:
             raise ValueError(f"Caps.block_size_m={self.block_size_m!r}: expected None or "
-                             f"one of {geo.BLOCK_SIZES}")
+                             f"one of {geo.BLOCK_SIZES} (128 too with PYMOE_GEMM=wgmma)")
         if self.global_num_experts is not None:
             _req_int("global_num_experts", self.global_num_experts)
             if self.global_num_experts < self.num_experts:

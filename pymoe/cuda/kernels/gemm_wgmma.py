@@ -63,11 +63,18 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     on_input, row_of, nout = tile_roles(key, gather_tokens)
     kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups
     b = block
-    ring = WGMMA_RING
-    assert ring & (ring - 1) == 0, "the ring index is a mask"
-    k_whole = kdim % 16 == 0                     # no chunk half is cut by K
     img = 64 * b                                 # bytes of one chunk's image (2 k-steps)
-    ring_words = ring * img // 4 + 32            # + 128 bytes to align the ring
+    # B = 128: the ring lives in the caller's acc_tile (B * TILE_ROWS floats, free
+    # until the end), 3 chunk images, so shared memory stays under 48 KB static
+    in_acc = b > 64
+    ring = 3 if in_acc else WGMMA_RING
+    if in_acc:
+        assert b * TILE_ROWS * 4 >= ring * img + 128, (b, ring)
+    ring_words = 32 if in_acc else ring * img // 4 + 32   # + 128 bytes to align the ring
+    pow2 = ring & (ring - 1) == 0
+    per = max(1, 2 * b // THREADS)               # routes a thread stages (B = 128: 2)
+    assert 2 * b <= per * THREADS and per <= 2, b
+    k_whole = kdim % 16 == 0                     # no chunk half is cut by K
     fill = make_acc_fill(b)
     mma = make_wgmma_rs(b, key.dtype)
     wait0 = make_wgmma_wait(0)
@@ -132,6 +139,13 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
              prmt(v5, v7, uint32(0x7632)))
 
     @cuda.jit(device=True, inline=True)
+    def slot(c):
+        """The ring slot of chunk c (a mask for a power-of-two ring)."""
+        if pow2:
+            return uint32(c) & uint32(ring - 1)
+        return uint32(c) % uint32(ring)
+
+    @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
         tid = cuda.threadIdx.x
         warp = tid // 32
@@ -145,16 +159,25 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             h = uint32(as_bits(v) >> 16) if bf16 else f2h(v)
             s2[i] = h | (h << uint32(16))
         # this thread stages half (hh) of route m's chunk rows, when tid < 2B
+        # (B = 128: also of route m + 64)
         m = tid >> 1
         hh = tid & 1
         stager = tid < 2 * b
         off = int64(-1)
         mult = float32(1.0)
+        off2 = int64(-1)
+        mult2 = float32(1.0)
         if stager:
             off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
-        base = smem_u32(rb)
+            if per == 2:
+                off2, mult2 = route_row(blk, m + THREADS // 2, pri, n_routes, top_k, tw)
+        if in_acc:
+            base = smem_u32(acc_tile)
+        else:
+            base = smem_u32(rb)
         ring_base = (base + uint32(127)) & uint32(0xFFFFFF80)
         xrow = ring_base + uint32((m >> 3) * SBO + (m & 7) * 16 + 8 * hh)
+        xrow2 = xrow + uint32((THREADS // 2 // 8) * SBO)    # route m + 64
         n_a, row_a = row_of(n0, 16 * warp + g)
         n_b, row_b = row_of(n0, 16 * warp + g + 8)
         ok0 = n_a < nout
@@ -174,7 +197,12 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         if stager:
             for c0 in range(ring - 2):
                 store_x(xrow + uint32(c0 * img), load_x(c0, off, hh, mult, a, avec))
+                if per == 2:
+                    store_x(xrow2 + uint32(c0 * img), load_x(c0, off2, hh, mult2, a, avec))
         xn = load_x(ring - 2, off, hh, mult, a, avec)
+        xn2 = xn
+        if per == 2:
+            xn2 = load_x(ring - 2, off2, hh, mult2, a, avec)
         cuda.syncthreads()                              # s2
         wa0, wa1, ba0, ba1 = load_w(0, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s)
         wn0, wn1, bn0, bn1 = load_w(1, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s)
@@ -189,7 +217,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             sa1 = s2[ba1]
             a00, a01, a02, a03 = decode_pairs(wa0, sa0)
             a10, a11, a12, a13 = decode_pairs(wa1, sa1)
-            sa = ring_base + uint32((c & (ring - 1)) * img)
+            sa = ring_base + slot(c) * uint32(img)
             wgmma_fence()
             acc = mma(acc, a00, a10, a01, a11, wgmma_desc(sa, LBO, SBO), int32(1))
             acc = mma(acc, a02, a12, a03, a13, wgmma_desc(sa + uint32(32 * b), LBO, SBO),
@@ -199,10 +227,17 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             wn0, wn1, bn0, bn1 = load_w(c + 2, wb0, wb1, sb0, sb1, ok0, ok1, sidx, w, s)
             cs = c + ring - 2
             if cs < chunks:
+                so = slot(cs) * uint32(img)
                 if stager:
-                    store_x(xrow + uint32((cs & (ring - 1)) * img), xn)
+                    store_x(xrow + so, xn)
+                    if per == 2:
+                        store_x(xrow2 + so, xn2)
                 xn = load_x(cs + 1, off, hh, mult, a, avec)
+                if per == 2:
+                    xn2 = load_x(cs + 1, off2, hh, mult2, a, avec)
         wait0()
+        if in_acc:
+            cuda.syncthreads()                          # the ring is acc_tile: all read
         store_acc_t(acc_tile, int64(2 * t) * TILE_ROWS + 16 * warp + g, TILE_ROWS, acc)
         cuda.syncthreads()
 

@@ -33,6 +33,7 @@ __all__ = [
     "is_gated", "fc1_rows", "gate_rows", "scale_group", "num_scale_groups", "K_ALIGN",
     "padded_k", "GEMMS", "SWIGLUOAI_ALPHA", "SWIGLUOAI_LIMIT", "swiglu_params",
     "GEMM_THREADS", "GEMM_TILE_ROWS", "fc1_tile_n", "FC2_TILE_N", "COMBINE_TILE_N",
+    "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "route_pack_grid",
     "WGMMA_RING", "WGMMA_FOLD_BYTES", "wgmma_scale_fold_ok",
@@ -110,7 +111,10 @@ SWIGLUOAI_LIMIT = 7.0
 GEMM_THREADS = 128
 GEMM_TILE_ROWS = 64
 FC2_TILE_N = GEMM_TILE_ROWS          # fc2: output columns per CTA
-COMBINE_TILE_N = 128                 # combine: output columns (= threads) per CTA
+COMBINE_THREADS = 128                # combine: threads per CTA, each COMBINE_VEC columns
+COMBINE_VEC = 4                      # H % 8 == 0 (formats): a thread's columns all fit
+COMBINE_TILE_N = COMBINE_THREADS * COMBINE_VEC    # output columns per CTA
+COMBINE_MAX_K = 256                  # top_k up to this: route validity once a CTA
 # Decode regime on layout v2 (kernels/decode.py): a CTA of DECODE_WARPS warps
 # splits K of one 16-row tile (warp w takes k-tiles w, w+4, ...); tokens ride on
 # the mma's N side, DECODE_NTILES n-tiles of 8 routes per pass over the weights.

@@ -6,12 +6,13 @@ Shape legend: T tokens, k top-k, R = T*k, E, H, I, B block, S slots, TN = key.ti
 
     fc2      grid (ceil(H/TN), S/B): route_out[pri[s], n] = w * (W2[e] @ a[s] * g2 + b2)
     combine  grid (ceil(H/TN), T):   y[t, n] = round(sum_{j valid} route_out[t*k+j, n])
+             (TN / COMBINE_VEC threads, COMBINE_VEC columns each)
 """
 from __future__ import annotations
 
-from numba import cuda, float32, int64
+from numba import cuda, float32, int32, int64, uint64
 
-from ...geometry import LaunchKey
+from ...geometry import COMBINE_MAX_K, COMBINE_VEC, LaunchKey
 from .common import (THREADS, TILE_ROWS, activation_code, make_fc2_epilogue, shape_of)
 from .gemm import make_tile_gemm
 from .intrinsics import act_code, make_act_io
@@ -54,21 +55,52 @@ def build(key: LaunchKey) -> KernelSpec:
 
 
 def build_combine(key: LaunchKey) -> KernelSpec:
+    """y[t, n] = round(sum_{j valid} route_out[t*k + j, n]), j in order, fp32.
+
+    CTA (x, t): COMBINE_THREADS threads, COMBINE_VEC consecutive columns each
+    (tile_n columns a CTA); whether route t*k + j is valid is decided once a CTA
+    (threads j < k, into shared memory) when k <= COMBINE_MAX_K, else by every
+    thread.  Unsigned indices: no wraparound code around the loads."""
     _, store, _ = make_act_io(key.dtype)
     hid = key.hidden_size
     tn = key.tile_n
+    vec = COMBINE_VEC
+    threads = tn // vec
+    assert threads * vec == tn and hid % vec == 0, (tn, hid)
 
     def kernel(route_out, ids, stride, top_k, emap, has_map, num_ids, out):
-        n = cuda.blockIdx.x * tn + cuda.threadIdx.x
+        tid = cuda.threadIdx.x
+        n = cuda.blockIdx.x * tn + tid * vec
         t = cuda.blockIdx.y
+        ok = cuda.shared.array(COMBINE_MAX_K, int32)
+        small = top_k <= COMBINE_MAX_K
+        if small:
+            for j in range(tid, top_k, threads):
+                ok[j] = local_expert(ids, stride, t * top_k + j, emap, has_map, num_ids)
+            cuda.syncthreads()
         if n >= hid:
             return
-        y = float32(0.0)
+        y0 = float32(0.0)
+        y1 = float32(0.0)
+        y2 = float32(0.0)
+        y3 = float32(0.0)
         for j in range(top_k):
             r = t * top_k + j
-            if local_expert(ids, stride, r, emap, has_map, num_ids) >= 0:
-                y += route_out[r * hid + n]
-        store(out, t * hid + n, y)
+            if small:
+                e = ok[j]
+            else:
+                e = local_expert(ids, stride, r, emap, has_map, num_ids)
+            if e >= 0:
+                src = uint64(r * hid + n)
+                y0 += route_out[src]
+                y1 += route_out[src + uint64(1)]
+                y2 += route_out[src + uint64(2)]
+                y3 += route_out[src + uint64(3)]
+        dst = uint64(t * hid + n)
+        store(out, dst, y0)
+        store(out, dst + uint64(1), y1)
+        store(out, dst + uint64(2), y2)
+        store(out, dst + uint64(3), y3)
 
     return KernelSpec(kernel, ("f4[]", "i4[]", "i8", "i8", "i4[]", "i8", "i8",
-                               act_code(key.dtype)), tn)
+                               act_code(key.dtype)), threads)

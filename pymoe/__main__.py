@@ -225,7 +225,7 @@ def _check_args(ap, a) -> None:
 
 
 def main(argv=None) -> int:
-    from pymoe.geometry import BLOCK_SIZES, FORMATS
+    from pymoe.geometry import BLOCK_SIZES, FORMATS, WGMMA_BLOCK_SIZES
     ap = argparse.ArgumentParser(prog="python -m pymoe", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -265,8 +265,9 @@ def main(argv=None) -> int:
                     help="input sets cycled through (each its own graph)")
     bp.add_argument("--num-experts", type=_int_at_least(1), default=None,
                     help="fewer experts than the presets (a small machine)")
-    bp.add_argument("--block-size", type=int, choices=list(BLOCK_SIZES), default=None,
-                    help="pin the packed regime's block of routes (default: chosen per T)")
+    bp.add_argument("--block-size", type=int, choices=list(WGMMA_BLOCK_SIZES), default=None,
+                    help="pin the packed regime's block of routes (default: chosen per T; "
+                    "128 with PYMOE_GEMM=wgmma only)")
     bp.add_argument("--csv", default=None, help="also write the rows to this CSV file")
     bp.add_argument("--plot", default=None, help="PNG: time vs T, log axes, floor drawn")
     bp.add_argument("--no-progress", action="store_true", help="no progress bar")

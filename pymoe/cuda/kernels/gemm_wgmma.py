@@ -23,10 +23,15 @@ weight rows 16w..16w+15, which is exactly wgmma's A fragment (lane (g, q): rows
 - B: K-major, no swizzle (pymoe/ref/wgmma.py b_image, lbo 128, sbo 256).  Under
   that K binding, k-step ks / core matrix h of a chunk holds, for each route,
   the 8 values = p (mod 4) of the chunk, p = 2ks + h, in order.  Two threads
-  stage a route's chunk (threads 2m, 2m+1 for route m): each loads 8
-  activation words (16 values), builds the words of all four core rows with
-  byte permutes and writes 8 bytes to each.
-- Ring: WGMMA_RING chunk images.  Iteration c waits at one barrier (chunk c's
+  stage a route's chunk (threads 2m, 2m+1 for route m; with B = 128 also route
+  m + 64): each loads 8 activation words (16 values; two 16-byte loads when the
+  activations' base is 16-byte aligned), builds the words of all four core
+  rows with byte permutes and writes 8 bytes to each.
+- Loads go through ld.global.nc intrinsics (no Numba wraparound code around
+  them); weight and scale loads are branch-free (the chunk clamped to the
+  last, a row past the tile's outputs reads row 0 and is zeroed).
+- Ring: WGMMA_RING chunk images (B = 128: 3, inside the caller's acc_tile,
+  which is free until the end; shared memory stays under 48 KB static).  Iteration c waits at one barrier (chunk c's
   image written, every warp past chunk c-2), then for its own chunk c-1
   (wgmma reads the A registers asynchronously, and writing them before the
   wait is undefined: measured, the results go wrong), decodes and issues

@@ -49,7 +49,9 @@ def test_multi_cta_route_pack_equals_reference(routing, monkeypatch):
     from pymoe.ref import route_pack as ref_rp
     if CUDASIM:
         monkeypatch.setattr(geo, "ROUTE_PACK_TILE", geo.ROUTE_PACK_THREADS)
-        shapes = [(150, 4, 8, 16)] if routing != "uniform" else [(150, 4, 8, 16), (97, 3, 5, 8)]
+        shapes = {"uniform": [(150, 4, 8, 16), (97, 3, 5, 8), (300, 4, 8, 16)],
+                  "map": [(150, 4, 8, 16), (300, 4, 8, 16)]}.get(routing, [(150, 4, 8, 16)])
+        # (300 x 4 routes: the count loop's 4-route rounds run; 600 routes do not)
         xp = np
     else:
         import cupy as xp

@@ -20,7 +20,8 @@ tile), so every CTA knows the padded offsets and where each of its routes goes:
     of the round with the same expert (a shared-memory scan), added to the
     expert's running cursor (its offset + the routes before the tile).
 Step 4 is O(tile * THREADS) shared-memory reads a CTA (one CTA did all R
-before); step 1 is O(R) a CTA.  Only shared memory, atomics and __syncthreads,
+before); step 1 is O(R) a CTA, in rounds of 4 routes a thread whose id loads
+issue together (one global latency a round, not a route).  Only shared memory, atomics and __syncthreads,
 so it runs under the CUDA simulator too.  E <= MAX_EXPERTS.
 """
 from __future__ import annotations
@@ -28,7 +29,7 @@ from __future__ import annotations
 from numba import cuda, int32
 
 from ...geometry import ROUTE_PACK_MAX_EXPERTS, ROUTE_PACK_THREADS, LaunchKey
-from .routes import local_expert
+from .routes import expert_of, load_id, local_expert
 from .spec import KernelSpec
 
 __all__ = ["build"]
@@ -52,6 +53,16 @@ def _owner(off, n_exp, s):
     return lo
 
 
+@cuda.jit(device=True, inline=True)
+def _count(e, r, t0, cnt, cur):
+    """Count route r of local expert e (< 0: invalid) and, before the tile, its
+    cursor."""
+    if e >= 0:
+        cuda.atomic.add(cnt, e, 1)
+        if r < t0:
+            cuda.atomic.add(cur, e, 1)                       # routes before the tile
+
+
 def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
             offsets, pri, n_slots, beid, n_blocks, count, tile):
     tid = cuda.threadIdx.x
@@ -66,12 +77,20 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
         cnt[e] = 0
         cur[e] = 0
     cuda.syncthreads()
-    for r in range(tid, n_routes, THREADS):                 # 1. count
-        e = local_expert(ids, stride, r, emap, has_map, num_ids)
-        if e >= 0:
-            cuda.atomic.add(cnt, e, 1)
-            if r < t0:
-                cuda.atomic.add(cur, e, 1)                   # routes before the tile
+    r = tid                                                  # 1. count, 4 routes a
+    while r + 3 * THREADS < n_routes:                        # round: loads first
+        a0, b0 = load_id(ids, stride, r)
+        a1, b1 = load_id(ids, stride, r + THREADS)
+        a2, b2 = load_id(ids, stride, r + 2 * THREADS)
+        a3, b3 = load_id(ids, stride, r + 3 * THREADS)
+        _count(expert_of(a0, b0, emap, has_map, num_ids), r, t0, cnt, cur)
+        _count(expert_of(a1, b1, emap, has_map, num_ids), r + THREADS, t0, cnt, cur)
+        _count(expert_of(a2, b2, emap, has_map, num_ids), r + 2 * THREADS, t0, cnt, cur)
+        _count(expert_of(a3, b3, emap, has_map, num_ids), r + 3 * THREADS, t0, cnt, cur)
+        r += 4 * THREADS
+    while r < n_routes:
+        _count(local_expert(ids, stride, r, emap, has_map, num_ids), r, t0, cnt, cur)
+        r += THREADS
     cuda.syncthreads()
     if tid == 0:                                             # 2. padded exclusive prefix
         run = 0

@@ -15,18 +15,22 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, int64
 
-__all__ = ["local_expert", "route_args"]
+__all__ = ["local_expert", "load_id", "expert_of", "route_args"]
 
 
 @cuda.jit(device=True, inline=True)
-def local_expert(ids, stride, r, emap, has_map, num_ids):
-    """Local expert of flat route r, or -1 (id outside [0, num_ids) or mapped to -1).
-
-    int64 ids are read as int32 pairs (stride 2): valid only when the high word
-    is the sign extension of the low word; an int64 expert map likewise (a
-    value past int32 is an invalid route, not its low word)."""
+def load_id(ids, stride, r):
+    """The raw id of flat route r as (lo, hi) int64 words (hi: the high word of
+    an int64 id, else lo's sign): the loads of local_expert, split off so a
+    caller can issue several routes' loads before it classifies them."""
     lo = int64(ids[r * stride])
     hi = int64(ids[r * stride + 1]) if stride == 2 else (lo >> 31)
+    return lo, hi
+
+
+@cuda.jit(device=True, inline=True)
+def expert_of(lo, hi, emap, has_map, num_ids):
+    """local_expert for an id already loaded by load_id."""
     if hi != (lo >> 31) or lo < 0 or lo >= num_ids:
         return -1
     if has_map != 0:
@@ -37,6 +41,17 @@ def local_expert(ids, stride, r, emap, has_map, num_ids):
             return -1
         return m
     return lo
+
+
+@cuda.jit(device=True, inline=True)
+def local_expert(ids, stride, r, emap, has_map, num_ids):
+    """Local expert of flat route r, or -1 (id outside [0, num_ids) or mapped to -1).
+
+    int64 ids are read as int32 pairs (stride 2): valid only when the high word
+    is the sign extension of the low word; an int64 expert map likewise (a
+    value past int32 is an invalid route, not its low word)."""
+    lo, hi = load_id(ids, stride, r)
+    return expert_of(lo, hi, emap, has_map, num_ids)
 
 
 def route_args(topk_ids, expert_map, num_experts: int) -> tuple:

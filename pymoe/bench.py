@@ -189,7 +189,7 @@ def _bench_cuda(preset, tokens, ew_host, dtype, repeats, rng, bw, modes, rotate,
     caps = Caps.for_weights(ew, max_tokens=max(tokens), top_k=preset.top_k, dtype=dtype,
                             block_size_m=block_size)
     p = make_plan(caps)
-    cuda.prewarm(p, progress=progress)                  # the tqdm bar while it compiles
+    cuda.prewarm(p, experts=ew, progress=progress)      # the tqdm bar while it compiles
     scratch = cuda.allocate_scratch(p)
     flush = cp.empty(L2_FLUSH_BYTES, cp.uint8)
     s = cp.cuda.Stream(non_blocking=True)

@@ -4,10 +4,11 @@ README's table.
     PYMOE_CACHE_DIR     disk cache of compiled kernels (default $XDG_CACHE_HOME/pymoe
                         or ~/.cache/pymoe)
     PYMOE_DISK_CACHE    0 disables the disk cache (default 1)
-    PYMOE_GEMM          packed-regime block GEMM on the GPU: mma (tensor cores,
-                        default), wgmma (Hopper's warpgroup MMA, sm_90 only) or fma
-                        (the plain CUDA-core GEMM the simulator runs); read here only
-                        (``gemm_variant``), carried by LaunchKey.gemm
+    PYMOE_GEMM          packed-regime block GEMM on the GPU: auto (default: wgmma on
+                        sm_90 when the weights' scales fold exactly, else mma), mma
+                        (tensor cores, mma.sync), wgmma (Hopper's warpgroup MMA, sm_90
+                        only) or fma (the plain CUDA-core GEMM the simulator runs); read
+                        here only (``gemm_variant``), carried by LaunchKey.gemm
 """
 from __future__ import annotations
 
@@ -43,14 +44,14 @@ def get_bool(name: str, default: bool) -> bool:
 
 
 def gemm_variant() -> str:
-    """The packed regime's block GEMM: 'mma' (tensor cores), 'wgmma' (Hopper's
-    warpgroup MMA, sm_90a only) or 'fma'.  Numba's
+    """The packed regime's block GEMM as asked: 'auto' (default), 'mma' (tensor
+    cores), 'wgmma' (Hopper's warpgroup MMA, sm_90a only) or 'fma'.  Numba's
     simulator (NUMBA_ENABLE_CUDASIM=1) cannot run inline PTX, so it always gets
-    'fma'; on a GPU PYMOE_GEMM picks (default 'mma').  The one place that reads
-    PYMOE_GEMM: launch keys carry the choice from here (LaunchKey.gemm)."""
+    'fma'.  'auto' is settled per device and weights by geometry.pick_gemm.  The one
+    place that reads PYMOE_GEMM: launch keys carry the choice (LaunchKey.gemm)."""
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         return "fma"
-    v = get_str("PYMOE_GEMM", "mma")
-    if v not in ("mma", "fma", "wgmma"):
-        raise ValueError(f"PYMOE_GEMM={v!r}: expected 'mma', 'wgmma' or 'fma'")
+    v = get_str("PYMOE_GEMM", "auto")
+    if v not in ("auto", "mma", "fma", "wgmma"):
+        raise ValueError(f"PYMOE_GEMM={v!r}: expected 'auto', 'mma', 'wgmma' or 'fma'")
     return v

@@ -36,7 +36,7 @@ __all__ = [
     "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "route_pack_grid",
-    "WGMMA_RING", "WGMMA_FOLD_BYTES", "wgmma_scale_fold_ok",
+    "WGMMA_RING", "WGMMA_FOLD_BYTES", "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
     "decode_max_tokens", "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_PAIR_CTAS_PER_SM",
@@ -83,8 +83,11 @@ K_ALIGN = 32
 # The packed regime's block GEMM (fc1, fc2) on a GPU: 'mma' (tensor cores,
 # mma.sync m16n8k16), 'wgmma' (Hopper's warpgroup MMA, sm_90a only) or 'fma'
 # (CUDA cores; the only one the simulator can run, it has no inline PTX).
-# Chosen once per key (LaunchKey.gemm, from PYMOE_GEMM).
+# Chosen once per key (LaunchKey.gemm, from PYMOE_GEMM; its default 'auto' is
+# settled by pick_gemm: wgmma on sm_90 where the scales fold, else mma).
 GEMMS = ("mma", "fma", "wgmma")
+# wgmma.mma_async exists on sm_90a only (not on sm_100 / sm_120).
+WGMMA_CC = (9, 0)
 # wgmma: chunk images (32 K values of the block's routes) in the B ring: one
 # multiplies, the next is ready, one is being written, and the last one read
 # waits until every warp is past it (kernels/gemm_wgmma.py).
@@ -433,7 +436,8 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
     if b not in (WGMMA_BLOCK_SIZES if gemm == "wgmma" else BLOCK_SIZES):
         raise ValueError(f"block={b}: the {gemm!r} GEMM takes blocks of "
                          f"{WGMMA_BLOCK_SIZES if gemm == 'wgmma' else BLOCK_SIZES} routes "
-                         f"(128 needs PYMOE_GEMM=wgmma)")
+                         f"(128 needs the wgmma GEMM: an sm_90 GPU, PYMOE_GEMM=auto or "
+                         "wgmma, and scales it folds)")
     return (LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,
                       intermediate_size=0),
             LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation), gemm=gemm, **common),
@@ -459,6 +463,36 @@ def wgmma_scale_fold_ok(format: str, dtype: str, lo: int, hi: int) -> bool:
         return True
     a, b = WGMMA_FOLD_BYTES[dtype]
     return a <= lo and hi <= b
+
+
+def pick_gemm(variant: str, cc: tuple[int, int] | None, format: str, dtype: str,
+              scale_bytes: tuple[int, int] | None) -> tuple[str, ...]:
+    """The block GEMM(s) a call on device ``cc`` may use: ``variant`` as
+    env.gemm_variant() gives it; 'auto' means wgmma on WGMMA_CC when the weights'
+    MXFP4 scale bytes ``scale_bytes`` (lo, hi) fold exactly (wgmma_scale_fold_ok),
+    else mma.  ``scale_bytes`` None (weights not known yet, e.g. prewarm without
+    them) returns every GEMM the weights could select, so prewarm covers them all.
+    An explicit 'wgmma' on another device, or on weights it cannot fold, raises."""
+    if variant not in ("auto",) + GEMMS:
+        raise ValueError(f"gemm variant {variant!r}: expected 'auto' or one of {GEMMS}")
+    if variant == "wgmma":
+        if cc is not None and tuple(cc) != WGMMA_CC:
+            raise ValueError(f"PYMOE_GEMM=wgmma needs an sm_{WGMMA_CC[0]}{WGMMA_CC[1]} GPU "
+                             f"(Hopper); this device is sm_{cc[0]}{cc[1]}. Use "
+                             "PYMOE_GEMM=auto or mma")
+        if scale_bytes is not None and not wgmma_scale_fold_ok(format, dtype, *scale_bytes):
+            a, b = WGMMA_FOLD_BYTES[dtype]
+            raise ValueError(
+                f"PYMOE_GEMM=wgmma folds MXFP4 scales into {dtype} weights, exact for "
+                f"E8M0 bytes {a}..{b} (2^{a - 127}..2^{b - 127}); these weights' scale "
+                f"bytes span {scale_bytes[0]}..{scale_bytes[1]}. Use PYMOE_GEMM=auto or mma")
+    if variant != "auto":
+        return (variant,)
+    if cc is None or tuple(cc) != WGMMA_CC:
+        return ("mma",)
+    if scale_bytes is None:
+        return ("wgmma",) if format != "mxfp4" else ("wgmma", "mma")
+    return ("wgmma",) if wgmma_scale_fold_ok(format, dtype, *scale_bytes) else ("mma",)
 
 
 def dequant_launch_key(which: str, *, format: str, activation: str, hidden_size: int,

@@ -80,7 +80,7 @@ class Caps:
                                  f"{mult} for format={self.format!r}")
         if self.block_size_m is not None and self.block_size_m not in geo.WGMMA_BLOCK_SIZES:
             raise ValueError(f"Caps.block_size_m={self.block_size_m!r}: expected None or "
-                             f"one of {geo.BLOCK_SIZES} (128 too with PYMOE_GEMM=wgmma)")
+                             f"one of {geo.BLOCK_SIZES} (128 too, on the wgmma GEMM only)")
         if self.global_num_experts is not None:
             _req_int("global_num_experts", self.global_num_experts)
             if self.global_num_experts < self.num_experts:
@@ -113,6 +113,24 @@ class Caps:
         """Size of the expert-id space of topk_ids (global under expert parallel)."""
         return self.global_num_experts or self.num_experts
 
+    def gemms(self, cc: tuple[int, int] | None, scale_bytes: tuple[int, int] | None
+              ) -> tuple[str, ...]:
+        """The block GEMM(s) PYMOE_GEMM selects on a device of compute capability
+        ``cc`` for weights whose scale bytes span ``scale_bytes`` (geometry.pick_gemm;
+        None = not known: every GEMM the weights could need)."""
+        return geo.pick_gemm(env.gemm_variant(), cc, self.format, self.dtype, scale_bytes)
+
+    def reachable_keys(self, gemms: tuple[str, ...]) -> list:
+        """Every LaunchKey a call with T in 1..max_tokens can make, for each block
+        GEMM in ``gemms`` (what prewarm resolves), in first-use order."""
+        keys = []
+        for reg, b, _lo, _hi in self.buckets():
+            for g in (gemms if reg == "packed" else gemms[:1]):
+                for k in self.launch_keys(reg, b, g):
+                    if k not in keys:
+                        keys.append(k)
+        return keys
+
     def block_size_for(self, num_tokens: int) -> int:
         return geo.select_block_size(num_tokens, self.top_k, self.num_route_experts,
                                      self.block_size_m)
@@ -129,10 +147,17 @@ class Caps:
                                           self.hidden_size, self.intermediate_size,
                                           self.dtype, b)
 
-    def launch_keys(self, regime: str, block: int | None):
-        """The call's LaunchKeys; the block GEMM's variant comes from
-        env.gemm_variant() (PYMOE_GEMM), the one place that reads it."""
-        return geo.launch_keys(regime, block, gemm=env.gemm_variant(), format=self.format,
+    def launch_keys(self, regime: str, block: int | None, gemm: str | None = None):
+        """The call's LaunchKeys with block GEMM ``gemm``; None takes it from
+        env.gemm_variant() (PYMOE_GEMM, the one place that reads it), its default
+        'auto' seen from no device (mma): bind and prewarm settle 'auto' for their
+        device and weights (``gemms``)."""
+        if gemm is None:
+            gemm = self.gemms(None, None)[0]
+            if (regime == "packed" and block not in geo.BLOCK_SIZES
+                    and env.gemm_variant() == "auto"):
+                gemm = "wgmma"                  # blocks of 128 exist on wgmma only
+        return geo.launch_keys(regime, block, gemm=gemm, format=self.format,
                                activation=self.activation, dtype=self.dtype,
                                hidden_size=self.hidden_size,
                                intermediate_size=self.intermediate_size,
@@ -371,7 +396,10 @@ class Plan:
                            "topk_weights": topk_weights, "topk_ids": topk_ids,
                            "expert_map": expert_map})
         reg, b, shapes = c.shapes_for(max(t, 1))
-        keys = c.launch_keys(reg, b)
+        gemm = None
+        if kind == "device" and reg == "packed" and env.gemm_variant() in ("auto", "wgmma"):
+            gemm = c.gemms(device_cc(x), experts.scale_bytes)[0]
+        keys = c.launch_keys(reg, b, gemm)
         if kind == "device":
             check_x_words(x, reg, keys)
         views = {}
@@ -409,6 +437,12 @@ class Plan:
             raise TypeError(f"experts: on {experts.device!r} but x is a {kind} array; "
                             + ("upload once with pymoe.cuda.to_device(experts)"
                                if want == "cuda" else "use host (NumPy) weights"))
+
+
+def device_cc(x) -> tuple[int, int]:
+    """Compute capability of the GPU holding CuPy array ``x``: "90" -> (9, 0)."""
+    import cupy
+    return tuple(int(v) for v in cupy.cuda.Device(x.device.id).compute_capability)
 
 
 def check_x_words(x, regime: str, keys) -> None:

@@ -250,3 +250,56 @@ def test_packed_tensor_core_gemms_refuse_a_misaligned_x():
         check_x_words(even, "packed", keys)
     check_x_words(odd, "packed", geo.launch_keys("packed", 8, gemm="fma", **kw))
     check_x_words(odd, "decode", geo.launch_keys("decode", None, gemm="mma", **kw))
+
+
+def test_auto_gemm_choice_by_device_and_weights():
+    """PYMOE_GEMM=auto (the default): wgmma on sm_90 where the weights' MXFP4
+    scales fold exactly, mma elsewhere; scales not yet known (prewarm without the
+    weights) give every GEMM they could select.  An explicit wgmma on another GPU,
+    or on scales it cannot fold, raises naming the way out."""
+    pick = geo.pick_gemm
+    assert pick("auto", None, "mxfp4", "bfloat16", None) == ("mma",)      # no device
+    assert pick("auto", (8, 9), "mxfp4", "bfloat16", (120, 130)) == ("mma",)
+    assert pick("auto", (10, 0), "nvfp4", "bfloat16", None) == ("mma",)   # no wgmma on sm_100
+    assert pick("auto", (9, 0), "mxfp4", "bfloat16", (0, 252)) == ("wgmma",)
+    assert pick("auto", (9, 0), "mxfp4", "bfloat16", (0, 253)) == ("mma",)
+    assert pick("auto", (9, 0), "mxfp4", "float16", (104, 140)) == ("wgmma",)
+    assert pick("auto", (9, 0), "mxfp4", "float16", (103, 140)) == ("mma",)
+    assert pick("auto", (9, 0), "nvfp4", "float16", (0, 254)) == ("wgmma",)
+    assert pick("auto", (9, 0), "mxfp4", "float16", None) == ("wgmma", "mma")
+    assert pick("auto", (9, 0), "nvfp4", "float16", None) == ("wgmma",)
+    for v in ("mma", "fma"):
+        assert pick(v, (9, 0), "mxfp4", "float16", (0, 254)) == (v,)
+    assert pick("wgmma", (9, 0), "mxfp4", "bfloat16", None) == ("wgmma",)
+    with pytest.raises(ValueError, match=r"PYMOE_GEMM=wgmma needs an sm_90 GPU .* sm_89"):
+        pick("wgmma", (8, 9), "mxfp4", "bfloat16", (120, 130))
+    with pytest.raises(ValueError, match=r"bytes 104\.\.140 .* span 100\.\.130"):
+        pick("wgmma", (9, 0), "mxfp4", "float16", (100, 130))
+    with pytest.raises(ValueError, match="gemm variant 'hgmma'"):
+        pick("hgmma", (9, 0), "mxfp4", "float16", None)
+
+
+def test_reachable_keys_cover_each_gemm_once(monkeypatch):
+    """What prewarm resolves: each packed bucket's route_pack / fc1 / fc2 /
+    combine for every GEMM asked (shared keys once), decode's keys once."""
+    monkeypatch.delenv("PYMOE_GEMM", raising=False)
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
+    caps = pymoe.Caps(max_tokens=600, top_k=2, num_experts=8, hidden_size=64,
+                      intermediate_size=32)
+    one = caps.reachable_keys(("wgmma",))
+    two = caps.reachable_keys(("wgmma", "mma"))
+    packed = [b for r, b, _, _ in caps.buckets() if r == "packed"]
+    assert len(packed) > 1
+    fc = lambda keys, g: sorted(k.block for k in keys if k.kernel in ("fc1", "fc2")
+                                and k.gemm == g)
+    assert fc(one, "wgmma") == fc(two, "wgmma") == fc(two, "mma") == sorted(packed * 2)
+    assert fc(one, "mma") == []
+    assert len(two) == len(one) + 2 * len(packed)
+    assert len(set(two)) == len(two)
+    assert caps.launch_keys("packed", 8)[1].gemm == "mma"      # auto, seen from no device
+    b128 = pymoe.Caps(max_tokens=600, top_k=2, num_experts=8, hidden_size=64,
+                      intermediate_size=32, block_size_m=128)
+    assert b128.launch_keys("packed", 128)[1].gemm == "wgmma"  # 128 exists on wgmma only
+    monkeypatch.setenv("PYMOE_GEMM", "mma")
+    with pytest.raises(ValueError, match="128 needs the wgmma GEMM"):
+        b128.launch_keys("packed", 128)

@@ -23,7 +23,7 @@ from .device_weights import to_device
 from .fc1 import prepare_fc1
 from .fc2 import prepare_combine, prepare_fc2
 from .kernels.intrinsics import SIM
-from .launch import is_capturing, launch_stream, resolve
+from .launch import _device_cc, is_capturing, launch_stream, resolve
 from .route_pack import prepare_route_pack
 
 __all__ = ["allocate_scratch", "run", "prewarm", "PrewarmReport", "device_inputs"]
@@ -119,14 +119,22 @@ class PrewarmReport:
     keys: int
 
 
-def prewarm(plan, stream=None, *, progress: bool = True) -> PrewarmReport:
-    """Resolve every LaunchKey reachable for T in 1..max_tokens under ``plan`` so
-    any later run with T <= max_tokens is a memory hit (legal during capture)."""
-    keys = []
-    for reg, b, _lo, _hi in plan.caps.buckets():
-        for k in plan.caps.launch_keys(reg, b):
-            if k not in keys:
-                keys.append(k)
+def prewarm(plan, stream=None, *, experts=None, progress: bool = True) -> PrewarmReport:
+    """Resolve every LaunchKey reachable for T in 1..max_tokens under ``plan`` on
+    the current device, so any later run with T <= max_tokens is a memory hit
+    (legal during capture).
+
+    experts: the DeviceWeights the runs will use (optional).  The block GEMM can
+    depend on them (PYMOE_GEMM=auto on sm_90 takes wgmma only where their MXFP4
+    scales fold exactly); without them every GEMM they could select is resolved."""
+    c = plan.caps
+    sb = None
+    if experts is not None:
+        if not hasattr(experts, "scale_bytes"):
+            raise TypeError(f"experts: expected pymoe.cuda.DeviceWeights (to_device), got "
+                            f"{type(experts).__name__}")
+        sb = experts.scale_bytes
+    keys = c.reachable_keys(c.gemms(None if SIM else _device_cc(), sb))
     t0 = time.perf_counter()
     src: list = []
     it = keys

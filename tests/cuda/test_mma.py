@@ -132,8 +132,10 @@ def test_gemm_variant_is_chosen_by_env_once_and_carried_by_the_key(monkeypatch):
         assert caps.launch_keys("packed", 8)[1].gemm == "fma"
         return
     monkeypatch.delenv("PYMOE_GEMM", raising=False)
+    assert env.gemm_variant() == "auto"                  # settled per device and weights
     fc1_key = caps.launch_keys("packed", 8)[1]
-    assert env.gemm_variant() == "mma" and fc1_key.gemm == "mma"
+    assert fc1_key.gemm == "mma"                         # auto seen from no device
+    assert caps.launch_keys("packed", 8, "wgmma")[1].gemm == "wgmma"
     assert activation_code(fc1_key) == "u4[]"
     assert caps.launch_keys("decode", None)[0].gemm == ""      # decode has no block GEMM
     monkeypatch.setenv("PYMOE_GEMM", "fma")

@@ -277,3 +277,37 @@ def test_wgmma_block_gemm_b128_matches_reference(case, monkeypatch, request):
     assert geo.select_block_size(int(t), int(k), int(e)) == 128
     check_case(Case(int(t), int(h), int(i), int(e), int(k), dtype=dt, format=fmt,
                     activation=act, layout=lay, bias=True, seed=int(t)), device=True)
+
+
+@pytest.mark.gpu
+def test_auto_gemm_takes_wgmma_on_sm90_and_mma_where_scales_do_not_fold(monkeypatch):
+    """PYMOE_GEMM unset (auto): on the H200 bind picks wgmma for the packed
+    GEMMs; fp16 weights with one MXFP4 scale byte below the fold range (100 <
+    104) get mma instead, and both match the reference.  prewarm without the
+    weights resolves both GEMMs' keys, with them only the one bind picks."""
+    import cupy as cp
+    import pymoe
+    from pymoe.plan import device_cc
+    from tests.cuda.diff import check_problem
+    from tests.problems import Case, make_problem
+    monkeypatch.delenv("PYMOE_GEMM", raising=False)
+    if device_cc(cp.zeros(1)) != (9, 0):
+        pytest.skip("auto picks wgmma on sm_90 only")
+    for low in (False, True):
+        p = make_problem(Case(200, 256, 144, 8, 2, dtype="float16", format="mxfp4",
+                              activation="silu", layout="gate_up", bias=True, seed=7))
+        if low:
+            p.experts.w13_scales[0, 0, 0] = 100
+        ew = pymoe.cuda.to_device(p.experts)
+        assert (ew.scale_bytes[0] == 100) == low
+        caps = pymoe.Caps.for_weights(p.experts, max_tokens=200, top_k=2, dtype="float16")
+        plan = pymoe.plan(caps)
+        b = plan.bind(scratch=pymoe.cuda.allocate_scratch(plan), x=cp.asarray(p.x),
+                      experts=ew, topk_weights=cp.asarray(p.topk_weights),
+                      topk_ids=cp.asarray(p.topk_ids))
+        want = "mma" if low else "wgmma"
+        assert b.regime == "packed" and {k.gemm for k in b.keys[1:3]} == {want}
+        both = pymoe.cuda.prewarm(plan, progress=False)
+        exact = pymoe.cuda.prewarm(plan, experts=ew, progress=False)
+        assert exact.memory == exact.keys < both.keys
+        check_problem(p, device=True)

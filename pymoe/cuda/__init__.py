@@ -44,11 +44,12 @@ def allocate_scratch(plan, pool=None):
     return impl(plan, pool)
 
 
-def prewarm(plan, stream=None, *, progress: bool = True):
-    """Resolve every launch reachable under ``plan`` (pymoe/cuda/runner.py)."""
+def prewarm(plan, stream=None, *, experts=None, progress: bool = True):
+    """Resolve every launch reachable under ``plan`` (pymoe/cuda/runner.py); with
+    ``experts`` (DeviceWeights) only the block GEMM they select."""
     require_gpu("pymoe.cuda.prewarm")
     from .runner import prewarm as impl
-    return impl(plan, stream, progress=progress)
+    return impl(plan, stream, experts=experts, progress=progress)
 
 
 def run(b, *, stream=None):

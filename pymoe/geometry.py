@@ -55,8 +55,10 @@ REGIMES = ("decode", "packed")
 # on the N side); 64 keeps a prefill tile's weight reuse high.
 BLOCK_SIZES = (8, 16, 32, 64)
 # The wgmma GEMM also takes blocks of 128 routes (m64n128: one decoded weight
-# serves twice the routes).  Not chosen automatically yet: only a pin
-# (Caps.block_size_m = 128) with PYMOE_GEMM=wgmma uses it (WIP, to measure).
+# serves twice the routes).  Only a pin (Caps.block_size_m = 128, on the wgmma
+# GEMM) uses it: measured 3% faster at qwen3 T = 4096 (~256 routes an expert),
+# 11% slower at gpt-oss T = 4096 (~128: padding) and far slower at T = 512
+# (docs/performance.md, Speed II step 4), so the automatic choice stays <= 64.
 WGMMA_BLOCK_SIZES = BLOCK_SIZES + (128,)
 
 # T <= decode_max_tokens(k) runs the direct decode regime: no route packing;

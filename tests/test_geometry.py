@@ -133,7 +133,7 @@ def test_route_pack_grid():
 
 
 def test_block_of_128_only_for_the_wgmma_gemm():
-    """Blocks of 128 routes exist for the wgmma GEMM only (WIP, pinned); the
+    """Blocks of 128 routes exist for the wgmma GEMM only (a pin); the
     other GEMMs refuse them by name before anything compiles."""
     kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
               intermediate_size=32, has_bias=False, router_on_input=False,
@@ -141,6 +141,6 @@ def test_block_of_128_only_for_the_wgmma_gemm():
     assert geo.launch_keys("packed", 128, gemm="wgmma", **kw)[1].block == 128
     for gemm in ("mma", "fma"):
         with pytest.raises(ValueError, match=r"block=128: the '\w+' GEMM takes blocks of "
-                                             r"\(8, 16, 32, 64\).*PYMOE_GEMM=wgmma"):
+                                             r"\(8, 16, 32, 64\).*128 needs the wgmma GEMM"):
             geo.launch_keys("packed", 128, gemm=gemm, **kw)
     assert max(geo.BLOCK_SIZES) == 64                 # the automatic choice is unchanged

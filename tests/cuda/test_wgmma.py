@@ -259,7 +259,7 @@ def test_wgmma_block_gemm_matches_reference(case, monkeypatch):
     "700-256-144-4-2-float16-nvfp4-relu2-gate_up",
 ])
 def test_wgmma_block_gemm_b128_matches_reference(case, monkeypatch, request):
-    """Blocks of 128 routes (WIP: m64n128, the B ring in the epilogue's tile, two
+    """Blocks of 128 routes (a pin: m64n128, the B ring in the epilogue's tile, two
     routes staged a thread), made reachable for the test by letting the block
     choice take geometry.WGMMA_BLOCK_SIZES: every case's mean routes an expert
     is over 64, so its packed blocks are 128 (asserted)."""

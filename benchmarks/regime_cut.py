@@ -1,53 +1,53 @@
-"""Where the direct decode regime stops paying: decode vs packed (tensor-core
-GEMM) for small T, side by side, on the gpt-oss-20b and qwen3-30b-a3b shapes.
-The packed timings force the packed regime by planning with
-geometry.DECODE_MAX_TOKENS = 0.  Medians of CUDA-event timed runs after warm-up.
+"""Where the direct decode regime stops paying: decode vs packed for small T, side
+by side in one process, through `pymoe bench` (CUDA-graph replays, L2 flushed,
+medians) with the cut pinned by Caps.decode_max_tokens: every T decode (the pin
+at the route cap) against every T packed (the pin at 0).  The packed block GEMM
+is what PYMOE_GEMM selects (auto: wgmma on sm_90).
 
-    python benchmarks/regime_cut.py
+    python benchmarks/regime_cut.py [--preset gpt-oss-120b,qwen3-30b-a3b]
+                                    [--tokens 1,2,4,8,16,32,64] [--repeats 30]
+
+The geometry module's DECODE_MAX_TOKENS comment holds the table that chose the cut.
+Without a GPU it runs the NumPy reference (slow; use tiny presets).
 """
 from __future__ import annotations
 
-import cupy as cp
-import numpy as np
+import argparse
 
-import pymoe
-from pymoe import geometry
-from pymoe.__main__ import random_layer
+from pymoe import bench, geometry
 from pymoe.presets import PRESETS
 
-from bench_moe import time_ms
 
-
-def main():
-    rows = []
-    cut = geometry.DECODE_MAX_TOKENS
-    for preset in ("gpt-oss-20b", "qwen3-30b-a3b"):
-        pr = PRESETS[preset]
-        ew = pymoe.cuda.to_device(random_layer(pr, "mxfp4"))
-        rng = np.random.default_rng(2)
-        for t in (1, 2, 3, 4, 6, 8, 12, 16):
-            x = cp.asarray((rng.standard_normal((t, pr.hidden_size)).astype(np.float32)
-                            .view(np.uint32) >> 16).astype(np.uint16))
-            w, ids = pymoe.route_topk(rng.standard_normal((t, pr.num_experts)), pr.top_k)
-            w, ids = cp.asarray(w), cp.asarray(ids)
-            res = {}
-            for name, limit in (("decode", 16), ("packed", 0)):
-                geometry.DECODE_MAX_TOKENS = limit
-                try:
-                    caps = pymoe.Caps.for_weights(ew, max_tokens=16, top_k=pr.top_k)
-                    plan = pymoe.plan(caps)
-                    out = cp.empty_like(x)
-                    b = plan.bind(scratch=pymoe.cuda.allocate_scratch(plan), x=x, experts=ew,
-                                  topk_weights=w, topk_ids=ids, out=out)
-                    assert b.regime == name
-                    res[name] = time_ms(lambda: pymoe.run(b), 50)
-                finally:
-                    geometry.DECODE_MAX_TOKENS = cut
-            rows.append((preset, t, res["decode"], res["packed"]))
-    print(f"{'preset':14} {'T':>3} {'decode ms':>10} {'packed ms':>10} {'packed/decode':>13}")
-    for p, t, d, k in rows:
-        print(f"{p:14} {t:>3} {d:>10.3f} {k:>10.3f} {k / d:>13.2f}")
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="gpt-oss-120b,qwen3-30b-a3b")
+    ap.add_argument("--tokens", default="1,2,4,8,16,32,64")
+    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--format", default="mxfp4")
+    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--backend", default="auto")
+    a = ap.parse_args(argv)
+    presets = a.preset.split(",")
+    tokens = [int(t) for t in a.tokens.split(",")]
+    res = {}
+    for p in presets:
+        cap = geometry.decode_route_limit(PRESETS[p].top_k)
+        toks = [t for t in tokens if t <= cap]
+        for name, cut in (("decode", cap), ("packed", 0)):
+            rows, _ = bench.bench([p], toks, backend=a.backend, fmt=a.format,
+                                  dtype=a.dtype, modes=("graph",), repeats=a.repeats,
+                                  rotate=2, progress=False, decode_max_tokens=cut)
+            for r in rows:
+                assert r.regime == name and r.ok, r
+                res[(p, r.T, name)] = r.us
+    print(f"{'preset':16} {'T':>4} {'decode us':>10} {'packed us':>10} {'packed/decode':>13}")
+    for p in presets:
+        for t in tokens:
+            if (p, t, "decode") in res:
+                d, k = res[(p, t, "decode")], res[(p, t, "packed")]
+                print(f"{p:16} {t:>4} {d:>10.1f} {k:>10.1f} {k / d:>13.2f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

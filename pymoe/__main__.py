@@ -127,6 +127,7 @@ def _caps(a):
                       intermediate_size=preset.intermediate_size, format=a.format,
                       activation=preset.activation, w13_layout=preset.w13_layout,
                       has_bias=preset.bias, block_size_m=a.block_size,
+                      decode_max_tokens=a.decode_max_tokens,
                       swiglu_limit=limit, swiglu_alpha=alpha)
 
 
@@ -148,7 +149,7 @@ def cmd_bench(a) -> int:
     rows, bw = bench.bench(a.preset, a.tokens, backend=a.backend, fmt=a.format,
                            dtype=a.dtype, modes=a.mode, repeats=a.repeats, rotate=a.rotate,
                            num_experts=a.num_experts, progress=not a.no_progress,
-                           block_size=a.block_size)
+                           block_size=a.block_size, decode_max_tokens=a.decode_max_tokens)
     if a.csv:
         bench.write_csv(rows, a.csv)
     if a.plot:
@@ -243,6 +244,8 @@ def main(argv=None) -> int:
         p.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
         p.add_argument("--max-tokens", type=_int_at_least(1), default=64)
         p.add_argument("--block-size", type=int, choices=list(BLOCK_SIZES), default=None)
+        p.add_argument("--decode-max-tokens", type=_int_at_least(0), default=None,
+                       help="pin the decode regime's last T (0: every T packed)")
         p.add_argument("--format", choices=list(FORMATS), default="mxfp4")
     bp = ap.subparsers["bench"] = sub.add_parser(
         "bench", help="time the layer against the memory floor (pymoe/bench.py)")
@@ -267,7 +270,10 @@ def main(argv=None) -> int:
                     help="fewer experts than the presets (a small machine)")
     bp.add_argument("--block-size", type=int, choices=list(WGMMA_BLOCK_SIZES), default=None,
                     help="pin the packed regime's block of routes (default: chosen per T; "
-                    "128 with PYMOE_GEMM=wgmma only)")
+                    "128 on the wgmma GEMM only)")
+    bp.add_argument("--decode-max-tokens", type=_int_at_least(0), default=None,
+                    help="pin the decode regime's last T (0: every T packed; default: "
+                    "geometry.DECODE_MAX_TOKENS, capped by T * top_k <= 1024)")
     bp.add_argument("--csv", default=None, help="also write the rows to this CSV file")
     bp.add_argument("--plot", default=None, help="PNG: time vs T, log axes, floor drawn")
     bp.add_argument("--no-progress", action="store_true", help="no progress bar")

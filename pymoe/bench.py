@@ -160,10 +160,11 @@ def device_copy_bandwidth(nbytes: int = 1 << 31) -> float:
     return 2 * nbytes * 10 / (cp.cuda.get_elapsed_time(e0, e1) / 1e3)
 
 
-def _bench_ref(preset, tokens, ew, dtype, repeats, rng, bw, block_size=None) -> list[Row]:
+def _bench_ref(preset, tokens, ew, dtype, repeats, rng, bw, block_size=None,
+               decode_max_tokens=None) -> list[Row]:
     rows = []
     caps = Caps.for_weights(ew, max_tokens=max(tokens), top_k=preset.top_k, dtype=dtype,
-                            block_size_m=block_size)
+                            block_size_m=block_size, decode_max_tokens=decode_max_tokens)
     p = make_plan(caps)
     scratch = np.empty(p.scratch_nbytes, np.uint8)
     for t in tokens:
@@ -181,13 +182,13 @@ def _bench_ref(preset, tokens, ew, dtype, repeats, rng, bw, block_size=None) -> 
 
 
 def _bench_cuda(preset, tokens, ew_host, dtype, repeats, rng, bw, modes, rotate,
-                progress, block_size=None) -> list[Row]:
+                progress, block_size=None, decode_max_tokens=None) -> list[Row]:
     import cupy as cp
 
     from . import cuda
     ew = cuda.to_device(ew_host)
     caps = Caps.for_weights(ew, max_tokens=max(tokens), top_k=preset.top_k, dtype=dtype,
-                            block_size_m=block_size)
+                            block_size_m=block_size, decode_max_tokens=decode_max_tokens)
     p = make_plan(caps)
     cuda.prewarm(p, experts=ew, progress=progress)      # the tqdm bar while it compiles
     scratch = cuda.allocate_scratch(p)
@@ -240,9 +241,11 @@ def _bench_cuda(preset, tokens, ew_host, dtype, repeats, rng, bw, modes, rotate,
 def bench(presets, tokens, *, backend: str = "auto", fmt: str = "mxfp4",
           dtype: str = "bfloat16", modes=("graph", "eager"), repeats: int = 30,
           rotate: int = 4, num_experts: int | None = None, seed: int = 0,
-          progress: bool = True, block_size: int | None = None) -> tuple[list[Row], float]:
+          progress: bool = True, block_size: int | None = None,
+          decode_max_tokens: int | None = None) -> tuple[list[Row], float]:
     """(rows, copy bandwidth B/s) for every preset x T (see the module docstring);
-    ``block_size`` pins the packed regime's block of routes (Caps.block_size_m)."""
+    ``block_size`` pins the packed regime's block of routes (Caps.block_size_m),
+    ``decode_max_tokens`` the decode regime's last T (Caps.decode_max_tokens)."""
     if backend == "auto":
         from . import cuda
         backend = "cuda" if cuda.is_available() else "ref"
@@ -259,9 +262,10 @@ def bench(presets, tokens, *, backend: str = "auto", fmt: str = "mxfp4",
         ew = random_layer(pr, fmt, seed, num_experts)
         if backend == "cuda":
             rows += _bench_cuda(pr, tokens, ew, dtype, repeats, rng, bw, modes, rotate,
-                                progress, block_size)
+                                progress, block_size, decode_max_tokens)
         else:
-            rows += _bench_ref(pr, tokens, ew, dtype, repeats, rng, bw, block_size)
+            rows += _bench_ref(pr, tokens, ew, dtype, repeats, rng, bw, block_size,
+                               decode_max_tokens)
     return rows, bw
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 __all__ = [
     "BLOCK_SIZES", "WGMMA_BLOCK_SIZES", "DECODE_MAX_TOKENS", "REGIMES", "FORMATS",
     "ACTIVATIONS",
-    "DTYPES", "W13_LAYOUTS", "ALIGN", "regime_for", "select_block_size",
+    "DTYPES", "W13_LAYOUTS", "ALIGN", "regime_for", "decode_route_limit", "select_block_size",
     "block_size_ranges", "reachable_block_sizes", "packed_slots", "num_blocks",
     "token_buckets", "scratch_shapes", "TensorShape", "LaunchKey", "launch_keys",
     "dequant_launch_key",
@@ -178,9 +178,17 @@ def v2_scale_bytes(fmt: str) -> int:
     return V2_TILE_ROWS * (V2_TILE_K // scale_group(fmt))
 
 
-def decode_max_tokens(top_k: int) -> int:
-    """The largest T of the decode regime for this top_k."""
-    return max(1, min(DECODE_MAX_TOKENS, DECODE_ROUTE_CAP // max(1, top_k)))
+def decode_max_tokens(top_k: int, pin: int | None = None) -> int:
+    """The largest T of the decode regime for this top_k (0: none).  ``pin``
+    (Caps.decode_max_tokens) replaces DECODE_MAX_TOKENS; the route cap holds."""
+    if pin is not None:
+        return min(int(pin), decode_route_limit(top_k))
+    return max(1, min(DECODE_MAX_TOKENS, decode_route_limit(top_k)))
+
+
+def decode_route_limit(top_k: int) -> int:
+    """The most tokens a decode call can take: T * k <= DECODE_ROUTE_CAP."""
+    return DECODE_ROUTE_CAP // max(1, top_k)
 
 
 def decode_row_group(row_tiles: int) -> int:
@@ -260,9 +268,10 @@ def num_scale_groups(fmt: str, k_dim: int) -> int:
     return -(-k_dim // g)
 
 
-def regime_for(num_tokens: int, top_k: int = 1) -> str:
-    """'decode' (direct, no route packing) for small T, else 'packed'."""
-    return "decode" if num_tokens <= decode_max_tokens(top_k) else "packed"
+def regime_for(num_tokens: int, top_k: int = 1, cut: int | None = None) -> str:
+    """'decode' (direct, no route packing) for small T, else 'packed'; ``cut``
+    pins the regime's last T (decode_max_tokens)."""
+    return "decode" if num_tokens <= decode_max_tokens(top_k, cut) else "packed"
 
 
 def select_block_size(num_tokens: int, top_k: int, num_route_experts: int,
@@ -307,10 +316,12 @@ def block_size_ranges(max_tokens: int, top_k: int, num_route_experts: int,
 
 
 def reachable_block_sizes(max_tokens: int, top_k: int, num_route_experts: int,
-                          pin: int | None = None) -> tuple[int, ...]:
-    """Block sizes ``select_block_size`` returns for the packed T in 1..max_tokens."""
+                          pin: int | None = None, cut: int | None = None
+                          ) -> tuple[int, ...]:
+    """Block sizes ``select_block_size`` returns for the packed T in 1..max_tokens
+    (``cut``: the decode regime's last T when pinned, as in token_buckets)."""
     return tuple(b for b, _, _ in block_size_ranges(
-        max_tokens, top_k, num_route_experts, pin))
+        max_tokens, top_k, num_route_experts, pin, lo=decode_max_tokens(top_k, cut) + 1))
 
 
 def packed_slots(num_routes: int, num_experts: int, block: int) -> int:
@@ -329,13 +340,18 @@ def num_blocks(slots: int, block: int) -> int:
 
 
 def token_buckets(max_tokens: int, top_k: int, num_route_experts: int,
-                  pin: int | None = None) -> list[tuple[str, int | None, int, int]]:
+                  pin: int | None = None, cut: int | None = None
+                  ) -> list[tuple[str, int | None, int, int]]:
     """[(regime, B or None, t_lo, t_hi)]: every T in 1..max_tokens in exactly one
-    bucket; a bucket's scratch is largest at its t_hi (capacities grow with T)."""
+    bucket; a bucket's scratch is largest at its t_hi (capacities grow with T).
+    ``pin``: the packed block (Caps.block_size_m); ``cut``: the decode regime's
+    last T (Caps.decode_max_tokens; 0 = every T packed)."""
     out: list[tuple[str, int | None, int, int]] = []
-    if max_tokens >= 1:
-        out.append(("decode", None, 1, min(max_tokens, decode_max_tokens(top_k))))
-    for b, lo, hi in block_size_ranges(max_tokens, top_k, num_route_experts, pin):
+    last = decode_max_tokens(top_k, cut)
+    if max_tokens >= 1 and last >= 1:
+        out.append(("decode", None, 1, min(max_tokens, last)))
+    for b, lo, hi in block_size_ranges(max_tokens, top_k, num_route_experts, pin,
+                                       lo=last + 1):
         out.append(("packed", b, lo, hi))
     return out
 

@@ -60,6 +60,7 @@ class Caps:
     dtype: str = "bfloat16"
     w13_layout: str = "gate_up"
     block_size_m: int | None = None
+    decode_max_tokens: int | None = None
     global_num_experts: int | None = None
     apply_router_weight_on_input: bool = False
     has_bias: bool = False
@@ -81,6 +82,14 @@ class Caps:
         if self.block_size_m is not None and self.block_size_m not in geo.WGMMA_BLOCK_SIZES:
             raise ValueError(f"Caps.block_size_m={self.block_size_m!r}: expected None or "
                              f"one of {geo.BLOCK_SIZES} (128 too, on the wgmma GEMM only)")
+        if self.decode_max_tokens is not None:
+            lim = geo.decode_route_limit(self.top_k)
+            if (not isinstance(self.decode_max_tokens, int)
+                    or isinstance(self.decode_max_tokens, bool)
+                    or not 0 <= self.decode_max_tokens <= lim):
+                raise ValueError(f"Caps.decode_max_tokens={self.decode_max_tokens!r}: "
+                                 f"expected None (the measured cut) or an int in 0..{lim} "
+                                 f"(T * top_k <= {geo.DECODE_ROUTE_CAP} routes)")
         if self.global_num_experts is not None:
             _req_int("global_num_experts", self.global_num_experts)
             if self.global_num_experts < self.num_experts:
@@ -137,11 +146,11 @@ class Caps:
 
     def buckets(self):
         return geo.token_buckets(self.max_tokens, self.top_k, self.num_route_experts,
-                                 self.block_size_m)
+                                 self.block_size_m, self.decode_max_tokens)
 
     def shapes_for(self, num_tokens: int) -> tuple[str, int | None, list]:
         """(regime, B, tensors) the kernels touch for T tokens."""
-        reg = geo.regime_for(num_tokens, self.top_k)
+        reg = geo.regime_for(num_tokens, self.top_k, self.decode_max_tokens)
         b = self.block_size_for(num_tokens) if reg == "packed" else None
         return reg, b, geo.scratch_shapes(reg, num_tokens, self.top_k, self.num_experts,
                                           self.hidden_size, self.intermediate_size,

@@ -87,13 +87,15 @@ def test_arena_is_max_not_sum():
 
 
 caps_strategy = st.builds(
-    lambda mt, k, e, h, i, fmt, act, pin, g: pymoe.Caps(
+    lambda mt, k, e, h, i, fmt, act, pin, g, cut: pymoe.Caps(
         max_tokens=mt, top_k=min(k, e), num_experts=e, hidden_size=h * 16,
         intermediate_size=i * 16, format=fmt, activation=act, block_size_m=pin,
-        global_num_experts=None if g == 0 else e + g),
+        global_num_experts=None if g == 0 else e + g,
+        decode_max_tokens=None if cut is None else min(cut, 1024 // min(k, e))),
     st.integers(1, 200), st.integers(1, 8), st.integers(1, 300), st.integers(1, 64),
     st.integers(1, 64), st.sampled_from(geo.FORMATS), st.sampled_from(geo.ACTIVATIONS),
-    st.sampled_from([None, None, *geo.BLOCK_SIZES]), st.sampled_from([0, 0, 7, 100]))
+    st.sampled_from([None, None, *geo.BLOCK_SIZES]), st.sampled_from([0, 0, 7, 100]),
+    st.sampled_from([None, None, 0, 1, 5, 130]))
 
 
 @settings(max_examples=1500, deadline=None)
@@ -105,7 +107,8 @@ def test_every_T_fits_its_planned_tensors(caps):
         reg, b, shapes = caps.shapes_for(t)
         if reg == "packed":
             assert b in geo.reachable_block_sizes(caps.max_tokens, caps.top_k,
-                                                  caps.num_route_experts, caps.block_size_m)
+                                                  caps.num_route_experts, caps.block_size_m,
+                                                  caps.decode_max_tokens)
         for ts in shapes:
             pt = planned[(reg, ts.name)]
             assert all(a <= b_ for a, b_ in zip(ts.shape, pt.shape)), (t, ts, pt)
@@ -125,6 +128,10 @@ def test_every_T_fits_its_planned_tensors(caps):
     ("hidden_size", 20, ValueError, r"Caps.hidden_size=20: must be a multiple of 8"),
     ("block_size_m", 12, ValueError, r"Caps.block_size_m=12: expected None or one of"),
     ("global_num_experts", 4, ValueError, r"Caps.global_num_experts=4 < num_experts=8"),
+    ("decode_max_tokens", -1, ValueError, r"Caps.decode_max_tokens=-1: expected None .* "
+     r"0\.\.512 \(T \* top_k <= 1024 routes\)"),
+    ("decode_max_tokens", 513, ValueError, r"Caps.decode_max_tokens=513"),
+    ("decode_max_tokens", True, ValueError, r"Caps.decode_max_tokens=True"),
     ("apply_router_weight_on_input", 1, TypeError, r"apply_router_weight_on_input=1"),
 ])
 def test_caps_validation(field, value, exc, match):
@@ -166,6 +173,28 @@ def test_bind_runs_every_T_on_one_scratch(bound):
     b = p.bind(scratch=scratch, x=prob.x, experts=prob.experts,
                topk_weights=prob.topk_weights, topk_ids=prob.topk_ids, out=out)
     assert pymoe.run(b) is out and np.isfinite(out.astype(np.float32)).all()
+
+
+@pytest.mark.parametrize("cut", [0, 1, 9, 24])
+def test_pinned_regime_cut_runs_every_T(cut):
+    """Caps.decode_max_tokens moves the decode / packed cut (0: every T packed,
+    T = 1 included); the reference gives the same bits either way."""
+    prob = make_problem(Case(24, 64, 32, 4, 2, seed=3))
+    caps = pymoe.Caps.for_weights(prob.experts, max_tokens=24, top_k=2,
+                                  decode_max_tokens=cut)
+    assert [r for r, *_ in caps.buckets()] == (["decode"] if cut else []) + \
+        (["packed"] * len([b for r, b, _, _ in caps.buckets() if r == "packed"]))
+    p = pymoe.plan(caps)
+    scratch = np.empty(p.scratch_nbytes, np.uint8)
+    for t in (1, 2, 9, 10, 24):
+        b = p.bind(scratch=scratch, x=prob.x[:t], experts=prob.experts,
+                   topk_weights=prob.topk_weights[:t], topk_ids=prob.topk_ids[:t])
+        assert b.regime == ("decode" if t <= cut else "packed"), (cut, t)
+        want = pymoe.fused_moe(prob.x[:t], prob.experts, prob.topk_weights[:t],
+                               prob.topk_ids[:t])
+        np.testing.assert_array_equal(pymoe.run(b).view(np.uint16), want.view(np.uint16))
+    if cut == 0:
+        assert "decode" not in p.describe()
 
 
 def test_bind_errors(bound):

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Side by side on one GPU: `python -m pymoe bench` for several git revisions (or
 # edited copies) in one run, each from its own source tree.
-#   tools/bench_revs.sh SRC[:GEMM[:BLOCK]]...
+#   tools/bench_revs.sh SRC[:GEMM[:BLOCK[:CUT]]]...
 #                                       SRC: "." (the working tree) or a source
 #                                       tree exported from a git revision; GEMM sets
 #                                       PYMOE_GEMM for that source, BLOCK pins
-#                                       --block-size (e.g. .revs/next:wgmma:128)
+#                                       --block-size (e.g. .revs/next:wgmma:128), CUT
+#                                       --decode-max-tokens (e.g. .:::0: every T
+#                                       packed; an empty field keeps the default)
 # The device has no history: export here first (into the git-ignored .revs/,
 # which the device call must carry):  tools/bench_revs.sh --export REV...
 # then on the device:  tools/bench_revs.sh . .revs/REV ...
@@ -30,7 +32,9 @@ if [ -n "${WARM:-}" ]; then      # compile every source's keys at once (disk cac
   for spec in "$@"; do
     src=${spec%%:*}; rest=${spec#"$src"}; rest=${rest#:}
     gemm=${rest%%:*}; blk=${rest#"$gemm"}; blk=${blk#:}
+    cut=${blk#*:}; [ "$cut" = "$blk" ] && cut=""; blk=${blk%%:*}
     P=$(cd "$src" && pwd); extra=(); [ -n "$blk" ] && extra=(--block-size "$blk")
+    [ -n "$cut" ] && extra+=(--decode-max-tokens "$cut")
     (cd "$P" && PYMOE_GEMM=${gemm:-${PYMOE_GEMM:-}} PYTHONPATH=${SITE:-/tmp/site}:$P \
        timeout "${WT:-400}" "${PYTHON:-python3}" -m pymoe bench \
        --preset "${PRESETS:-gpt-oss-120b,qwen3-30b-a3b}" --tokens "${TOK:-1,8,64}" \
@@ -44,11 +48,14 @@ names=()
 for spec in "$@"; do
   src=${spec%%:*}; rest=${spec#"$src"}; rest=${rest#:}
   gemm=${rest%%:*}; blk=${rest#"$gemm"}; blk=${blk#:}
+  cut=${blk#*:}; [ "$cut" = "$blk" ] && cut=""; blk=${blk%%:*}
   if [ "$src" = . ]; then P=$PWD; name=worktree; else P=$(cd "$src" && pwd); name=$(basename "$src"); fi
   [ -n "$gemm" ] && name=${name}_$gemm
   [ -n "$blk" ] && name=${name}_b$blk
+  [ -n "$cut" ] && name=${name}_d$cut
   names+=("$name")
   extra=(); [ -n "$blk" ] && extra=(--block-size "$blk")
+  [ -n "$cut" ] && extra+=(--decode-max-tokens "$cut")
   (cd "$P" && PYMOE_GEMM=${gemm:-${PYMOE_GEMM:-}} PYTHONUNBUFFERED=1 \
      PYTHONPATH=${SITE:-/tmp/site}:$P timeout "${BT:-200}" "${PYTHON:-python3}" -m pymoe bench \
      --preset "${PRESETS:-gpt-oss-120b,qwen3-30b-a3b}" --tokens "${TOK:-1,8,64}" \

@@ -9,7 +9,7 @@ nvidia-cuda-nvcc, nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm).  Per kernel: reg
 the static instruction count and mix; and the hottest loop (the innermost
 backward branch whose body holds the most HMMA / FFMA): its length and mix.
 Static counts, not a profile: they show what one trip of the inner loop issues.
-Classes: mma (HMMA), fma (FFMA/FMUL/FADD/HFMA2/HMUL2), ldg (global loads, by
+Classes: mma (HMMA, HGMMA), fma (FFMA/FMUL/FADD/HFMA2/HMUL2), ldg (global loads, by
 width), lds/sts (shared), int (IMAD/IADD3/ISETP/SEL/LEA/SHF/LOP3/MOV/IABS...:
 address and index arithmetic), prmt, other.
 """
@@ -83,7 +83,7 @@ def instructions(sass: str) -> list[tuple[int, str, str, str]]:
 
 
 def classify(op: str, mods: str) -> str:
-    if op == "HMMA":
+    if op in ("HMMA", "HGMMA"):
         return "mma"
     if op in FMA_OPS:
         return "fma"
@@ -117,7 +117,7 @@ def hottest_loop(ins) -> tuple[int, int] | None:
             continue
         target = int(t.group(1), 16)
         body = [i for i in ins if target <= i[0] <= addr]
-        mma = sum(1 for i in body if i[1] == "HMMA")
+        mma = sum(1 for i in body if i[1] in ("HMMA", "HGMMA"))
         fma = sum(1 for i in body if i[1] == "FFMA")
         cands.append(((target, addr), mma, fma, len(body)))
     if not cands:
@@ -128,7 +128,8 @@ def hottest_loop(ins) -> tuple[int, int] | None:
 
 
 def report(ptx: str) -> dict:
-    log, sass = assemble(ptx)
+    log, sass = assemble(ptx, "sm_90a" if re.search(r"^\.target\s+sm_90a", ptx, re.M)
+                         else "sm_90")
     regs = re.search(r"Used (\d+) registers", log)
     spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     stack = re.search(r"(\d+) bytes stack frame", log)
@@ -139,7 +140,8 @@ def report(ptx: str) -> dict:
     return dict(regs=int(regs.group(1)) if regs else -1,
                 spill=int(spill.group(1)) + int(spill.group(2)) if spill else 0,
                 stack=int(stack.group(1)) if stack else 0, total=len(ins), mix=mix,
-                loop_len=len(body), loop_mix=Counter(classify(o, m) for _, o, m, _ in body))
+                loop_len=len(body), loop_mix=Counter(classify(o, m) for _, o, m, _ in body),
+                loop_ops=Counter(o for _, o, _, _ in body))
 
 
 def _fmt(mix: Counter) -> str:
@@ -152,7 +154,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="gpt-oss-120b")
     ap.add_argument("--tokens", default="1,8,64,512")
-    ap.add_argument("--gemm", choices=["mma", "fma"], default="mma")
+    ap.add_argument("--gemm", choices=["mma", "wgmma", "fma"], default="wgmma",
+                    help="the packed block GEMM (default wgmma: PYMOE_GEMM=auto on sm_90)")
+    ap.add_argument("--ops", action="store_true",
+                    help="also print each hottest loop's opcode histogram")
     a = ap.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import pymoe
@@ -177,7 +182,8 @@ def main(argv=None) -> int:
                                  swiglu_limit=limit, swiglu_alpha=alpha):
             if (t, k) not in keys and k not in [kk for _, kk in keys]:
                 keys.append((t, k))
-    print(f"{a.preset}: {a.gemm} GEMM, sm_90, static SASS counts")
+    print(f"{a.preset}: {a.gemm} GEMM, sm_90{'a' if a.gemm == 'wgmma' else ''}, "
+          "static SASS counts")
     print(f"{'T':>4} {'kernel':11} {'B':>3} {'regs':>4} {'spill':>5} {'instr':>6}  "
           f"{'loop':>5}  hottest loop mix / whole-kernel mix")
     for t, k in keys:
@@ -186,6 +192,9 @@ def main(argv=None) -> int:
         print(f"{t:>4} {k.kernel:11} {k.block or '-':>3} {r['regs']:>4} {r['spill']:>5} "
               f"{r['total']:>6}  {r['loop_len']:>5}  {_fmt(r['loop_mix'])}")
         print(f"{'':>44}kernel: {_fmt(r['mix'])}")
+        if a.ops:
+            print(f"{'':>44}loop ops: " + " ".join(f"{o}={n}" for o, n in
+                                                      r["loop_ops"].most_common()))
     return 0
 
 

@@ -134,7 +134,10 @@ class Caps:
         GEMM in ``gemms`` (what prewarm resolves), in first-use order."""
         keys = []
         for reg, b, _lo, _hi in self.buckets():
-            for g in (gemms if reg == "packed" else gemms[:1]):
+            gs = gemms[:1]
+            if reg == "packed":             # blocks of 128: only the GEMMs that take them
+                gs = [g for g in gemms if b in geo.BLOCK_SIZES or g == "wgmma"] or gs
+            for g in gs:                    # (none: launch_keys says why)
                 for k in self.launch_keys(reg, b, g):
                     if k not in keys:
                         keys.append(k)

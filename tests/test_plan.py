@@ -329,6 +329,9 @@ def test_reachable_keys_cover_each_gemm_once(monkeypatch):
     b128 = pymoe.Caps(max_tokens=600, top_k=2, num_experts=8, hidden_size=64,
                       intermediate_size=32, block_size_m=128)
     assert b128.launch_keys("packed", 128)[1].gemm == "wgmma"  # 128 exists on wgmma only
+    assert {k.gemm for k in b128.reachable_keys(("wgmma", "mma")) if k.gemm} == {"wgmma"}
+    with pytest.raises(ValueError, match="128 needs the wgmma GEMM"):
+        b128.reachable_keys(("mma",))                           # e.g. not an sm_90 GPU
     monkeypatch.setenv("PYMOE_GEMM", "mma")
     with pytest.raises(ValueError, match="128 needs the wgmma GEMM"):
         b128.launch_keys("packed", 128)

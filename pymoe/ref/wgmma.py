@@ -16,6 +16,14 @@ q = l % 4); A is 64 x 16 per k-step, B 16 x n, D 64 x n; KS k-steps.
                                 128 contiguous bytes: byte(n, k) =
                                 (n // 8) sbo + (k // 8) lbo + (n % 8) 16 + (k % 8) 2
     descriptor(saddr, lbo, sbo) the 64-bit matrix descriptor of such an image
+    v2_k_order(ks)              the real K column of each logical k of a chain
+                                whose A fragments are layout-v2 words (below)
+    v2_b_image(X, dtype, ...)   b_image of real activations X [16 KS, n] in that
+                                order: what the v2 GEMM's stagers must write
+    v2_a_fragments(words, scales, fmt, dtype)
+                                the A registers of one CTA's 4 v2 row tiles (one a
+                                warp), scales folded: decode_pairs of word s IS
+                                k-step s's (r0, r1, r2, r3)
     d_unpack(raw, n)            uint32 / float32 [128, n / 2] accumulators -> D
                                 [64, n]: acc 4 j + v of thread t is row
                                 16 w + g + 8 (v // 2), column 8 j + 2 q + v % 2
@@ -24,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["a_fragments", "b_image", "descriptor", "d_unpack", "bits16"]
+__all__ = ["a_fragments", "b_image", "descriptor", "d_unpack", "bits16", "v2_k_order",
+           "v2_b_image", "v2_a_fragments"]
 
 
 def bits16(x, dtype: str) -> np.ndarray:
@@ -90,3 +99,80 @@ def d_unpack(raw, n: int) -> np.ndarray:
         j, v = divmod(i, 4)
         D[16 * w + g + 8 * (v // 2), 8 * j + 2 * q + v % 2] = raw[:, i]
     return D
+
+
+# ---- wgmma over weight layout v2 (pymoe/ref/layout.py): the data path of a block
+# GEMM that reads v2 tiles.  A v2 tile is 16 rows x 64 K, lane (g, q) owning word s
+# = its mma A fragment of k-step s with the fragment's K slots bound to real
+# columns so each lane's 4 activations are consecutive:
+#     slot 2q + u      -> real 16 s + 4 q + u        (registers r0, r1)
+#     slot 2q + 8 + u  -> real 16 s + 4 q + 2 + u    (registers r2, r3)
+# wgmma's A fragment of warp w is that of an m16n8k16 mma on rows 16w..16w+15, so
+# decode_pairs(word s) gives k-step s's four A registers as they are.  B must hold
+# the activations in the same order: core matrix 0 of k-step s gathers real
+# columns 16s + {0, 1, 4, 5, 8, 9, 12, 13}, core matrix 1 16s + {2, 3, 6, 7, 10,
+# 11, 14, 15}.  With a route's 16 values of k-step s as 8 words x0..x7 (pairs of
+# consecutive values), core row 0 is (x0, x2, x4, x6) and core row 1 (x1, x3, x5,
+# x7): two 16-byte stores, no byte permutes.
+
+
+def v2_k_order(ks: int) -> np.ndarray:
+    """int [16 ks]: the real K column of logical k (the chain's k index)."""
+    s, j = np.divmod(np.arange(16 * ks), 16)
+    h, r = np.divmod(j, 8)
+    q, u = np.divmod(r, 2)
+    return 16 * s + 4 * q + 2 * h + u
+
+
+def v2_b_image(X, dtype: str, lbo: int = 128, sbo: int = 256) -> np.ndarray:
+    """b_image of the real activations X [16 KS, n] in the v2 chain's K order."""
+    X = np.asarray(X)
+    return b_image(X[v2_k_order(X.shape[0] // 16)], dtype, lbo, sbo)
+
+
+def v2_a_fragments(words, scales, fmt: str, dtype: str, lut=None) -> np.ndarray:
+    """uint32 [KT * 4, 128, 4]: the A registers of a CTA's 64 weight rows = 4
+    consecutive v2 row tiles (warp w takes tile w), for every k-step of the KT
+    k-tiles, each register's pair decoded (decode_pairs) and multiplied by its
+    row's scale in float64, then rounded to the dtype (exact where the scale
+    folds: geometry.wgmma_scale_fold_ok).
+    words: uint32 [4, KT, 32, 4] (layout.pack's [E, NT, KT, 32, 4] sliced);
+    scales: uint8 [4, KT, 16 * 64 / g]; lut: scale byte -> value (default: the
+    format's E8M0 / E4M3 values)."""
+    from .. import formats
+    from .layout import decode_pairs
+    words = np.asarray(words, np.uint32)
+    scales = np.asarray(scales, np.uint8)
+    if lut is None:
+        b = np.arange(256, dtype=np.uint8)
+        lut = formats.decode_e8m0(b) if fmt == "mxfp4" else formats.decode_e4m3(b)
+    lut = np.asarray(lut, np.float64)
+    nv = fmt == "nvfp4"
+    kt = words.shape[1]
+    bias = 2.0 ** 126 if dtype == "bfloat16" else 2.0 ** 14
+
+    def val(h):
+        h = np.uint32(h) & 0xFFFF
+        if dtype == "bfloat16":
+            return float(np.array([h << 16], np.uint32).view(np.float32)[0])
+        return float(np.array([h], np.uint16).view(np.float16)[0])
+
+    out = np.zeros((kt * 4, 128, 4), np.uint32)
+    for t in range(128):
+        w, lane = divmod(t, 32)
+        g = lane // 4
+        for c in range(kt):
+            for s in range(4):
+                pairs = decode_pairs(int(words[w, c, lane, s]), dtype)
+                regs = []
+                for r, p in enumerate(pairs):
+                    h = r % 2                               # r0, r2: row g; r1, r3: g + 8
+                    if nv:                                  # byte 8g + 4h + 16-group
+                        sb = scales[w, c, 8 * g + 4 * h + s]
+                    else:                                   # byte 4g + 2h + 32-group
+                        sb = scales[w, c, 4 * g + 2 * h + s // 2]
+                    f = lut[sb] * bias
+                    b16 = bits16(np.array([val(p) * f, val(p >> 16) * f], np.float32), dtype)
+                    regs.append(int(b16[0]) | (int(b16[1]) << 16))
+                out[4 * c + s, t] = regs
+    return out

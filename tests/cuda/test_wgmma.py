@@ -60,6 +60,56 @@ def test_layouts_place_every_element_once(dtype, n):
         lay.b_image(B, dtype, lbo=16, sbo=256)                   # cores overlap
 
 
+@pytest.mark.parametrize("fmt,dtype", [("mxfp4", "bfloat16"), ("mxfp4", "float16"),
+                                       ("nvfp4", "bfloat16"), ("nvfp4", "float16")])
+@pytest.mark.parametrize("which,act,k", [("w13", "silu", 64), ("w13", "relu2", 40),
+                                         ("w2", "silu", 64)])
+def test_v2_tiles_are_wgmma_a_fragments(fmt, dtype, which, act, k):
+    """The data path of a block GEMM on weight layout v2 (pymoe/ref/wgmma.py):
+    four v2 row tiles decoded lane by lane (decode_pairs, scales folded) are the
+    warpgroup's A registers as they are, and activations staged in v2's K order
+    (v2_b_image: two 16-byte core rows a route and k-step, no permutes) make the
+    chain compute the 64 tiles' rows x X exactly, K tail (k = 40) included."""
+    from pymoe import formats
+    from pymoe.ref import layout
+    rng = np.random.default_rng(hash((fmt, dtype, which, act, k)) % 2**32)
+    inter = (32 if act != "relu2" else 64) if which == "w13" else 48   # >= 64 rows
+    n_rows = (2 * inter if act != "relu2" else inter) if which == "w13" else 64
+    from pymoe.geometry import scale_group
+    grp = scale_group(fmt)
+    kp = -(-k // grp) * grp
+    codes = rng.integers(0, 16, (1, n_rows, kp), dtype=np.uint8)
+    codes[:, :, k:] = 0
+    w = formats.pack_fp4(codes)
+    if fmt == "mxfp4":                                  # bytes whose fold is exact
+        lo, hi = (112, 140) if dtype == "bfloat16" else (118, 134)
+        sc = rng.integers(lo, hi + 1, (1, n_rows, kp // grp), dtype=np.uint8)
+    else:                                               # E4M3 0.125 .. 4, no NaN
+        sc = rng.integers(0x20, 0x48, (1, n_rows, kp // grp), dtype=np.uint8)
+    words, sb = layout.pack(w, sc, fmt=fmt, which=which, activation=act, k_dim=k,
+                            intermediate_size=inter)
+    rows = layout.tile_rows(which, act, n_rows, inter)
+    assert rows.shape[0] >= 4
+    rows = rows[:4].reshape(-1)                          # the CTA's 64 weight rows
+    dec = formats.decode_e8m0 if fmt == "mxfp4" else formats.decode_e4m3
+    wf = (formats.decode_fp4(codes[0]).astype(np.float64)
+          * np.repeat(dec(sc[0]).astype(np.float64), grp, axis=1))
+    W = np.zeros((64, 64))
+    W[rows >= 0, :kp] = wf[rows[rows >= 0]]
+    n = 16
+    xs = rng.standard_normal((64, n)).astype(np.float32)
+    xs[k:] = 0
+    X = lay.bits16(xs, dtype)                            # activations on the dtype's grid
+    Xv = ((X.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16"
+          else X.view(np.float16)).astype(np.float64)
+    afrag = lay.v2_a_fragments(words[0, :4], sb[0, :4], fmt, dtype)
+    raw = _emulate(afrag, lay.v2_b_image(Xv, dtype), 128, 256, n, dtype)
+    np.testing.assert_array_equal(lay.d_unpack(raw, n), W @ Xv)
+    order = lay.v2_k_order(4)
+    assert sorted(order) == list(range(64))
+    assert list(order[:16]) == [0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15]
+
+
 def _kernel(n, dtype, lbo, sbo):
     from numba import cuda, int32, int64, uint32
     from pymoe.cuda.kernels.ptx import smem_u32

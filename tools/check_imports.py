@@ -27,8 +27,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("io", ("pymoe.io",)),
     ("gpu probe", ("pymoe.cuda.availability",)),
     # NumPy twins: shared math below the kernels, the package on top
-    ("ref helpers", ("pymoe.ref.dequant", "pymoe.ref.routes", "pymoe.ref.layout",
-                     "pymoe.ref.wgmma")),
+    ("ref helpers", ("pymoe.ref.dequant", "pymoe.ref.routes", "pymoe.ref.layout")),
+    ("ref operands", ("pymoe.ref.wgmma",)),          # wgmma's layouts, v2 words in them
     ("ref math", ("pymoe.ref.expert",)),
     ("ref kernels", ("pymoe.ref.route_pack", "pymoe.ref.fc1", "pymoe.ref.fc2",
                      "pymoe.ref.decode")),

@@ -70,39 +70,10 @@ def test_v2_tiles_are_wgmma_a_fragments(fmt, dtype, which, act, k):
     warpgroup's A registers as they are, and activations staged in v2's K order
     (v2_b_image: two 16-byte core rows a route and k-step, no permutes) make the
     chain compute the 64 tiles' rows x X exactly, K tail (k = 40) included."""
-    from pymoe import formats
-    from pymoe.ref import layout
-    rng = np.random.default_rng(hash((fmt, dtype, which, act, k)) % 2**32)
-    inter = (32 if act != "relu2" else 64) if which == "w13" else 48   # >= 64 rows
-    n_rows = (2 * inter if act != "relu2" else inter) if which == "w13" else 64
-    from pymoe.geometry import scale_group
-    grp = scale_group(fmt)
-    kp = -(-k // grp) * grp
-    codes = rng.integers(0, 16, (1, n_rows, kp), dtype=np.uint8)
-    codes[:, :, k:] = 0
-    w = formats.pack_fp4(codes)
-    if fmt == "mxfp4":                                  # bytes whose fold is exact
-        lo, hi = (112, 140) if dtype == "bfloat16" else (118, 134)
-        sc = rng.integers(lo, hi + 1, (1, n_rows, kp // grp), dtype=np.uint8)
-    else:                                               # E4M3 0.125 .. 4, no NaN
-        sc = rng.integers(0x20, 0x48, (1, n_rows, kp // grp), dtype=np.uint8)
-    words, sb = layout.pack(w, sc, fmt=fmt, which=which, activation=act, k_dim=k,
-                            intermediate_size=inter)
-    rows = layout.tile_rows(which, act, n_rows, inter)
-    assert rows.shape[0] >= 4
-    rows = rows[:4].reshape(-1)                          # the CTA's 64 weight rows
-    dec = formats.decode_e8m0 if fmt == "mxfp4" else formats.decode_e4m3
-    wf = (formats.decode_fp4(codes[0]).astype(np.float64)
-          * np.repeat(dec(sc[0]).astype(np.float64), grp, axis=1))
-    W = np.zeros((64, 64))
-    W[rows >= 0, :kp] = wf[rows[rows >= 0]]
     n = 16
-    xs = rng.standard_normal((64, n)).astype(np.float32)
-    xs[k:] = 0
-    X = lay.bits16(xs, dtype)                            # activations on the dtype's grid
-    Xv = ((X.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16"
-          else X.view(np.float16)).astype(np.float64)
-    afrag = lay.v2_a_fragments(words[0, :4], sb[0, :4], fmt, dtype)
+    words, sw, _, _, W, Xv = _v2_case(fmt, dtype, which, act, k, n, k)
+    sb = np.ascontiguousarray(sw).view(np.uint8)
+    afrag = lay.v2_a_fragments(words, sb, fmt, dtype)
     raw = _emulate(afrag, lay.v2_b_image(Xv, dtype), 128, 256, n, dtype)
     np.testing.assert_array_equal(lay.d_unpack(raw, n), W @ Xv)
     order = lay.v2_k_order(4)
@@ -202,6 +173,167 @@ def test_wgmma_matches_numpy(dtype, n, scale_d):
     got = lay.d_unpack(out.get().reshape(128, n // 2), n)
     want = A.astype(np.float64) @ B + (float(init) if scale_d else 0.0)
     np.testing.assert_array_equal(got, want)
+
+
+# ---- the v2 data path on the GPU: one CTA, four v2 row tiles (one a warp) read
+# with one 16-byte load a lane and k-tile, decoded by the decode kernels' decoder,
+# the scale folded by two packed multiplies (the decoder's 2^126 / 2^14, then the
+# scale pair), activations staged as two 16-byte core rows a route and k-step
+# (pymoe/ref/wgmma.py v2_b_image), 4 wgmma a k-tile.  The building block of a
+# block GEMM on layout v2 (docs/performance.md, Speed II step 4).
+
+def _v2_kernel(n, dtype, fmt, kt):
+    from numba import cuda, float32, int32, int64, uint32
+    from pymoe.cuda.kernels.decode import make_decoder
+    from pymoe.cuda.kernels.ptx import ld_nc1, ld_nc4, mul2_bf16, mul2_f16, smem_u32, sts4
+    from pymoe.cuda.kernels.wgmma import (fence_proxy_async, make_acc_fill, make_wgmma_rs,
+                                          make_wgmma_wait, store_acc, wgmma_commit,
+                                          wgmma_desc, wgmma_fence)
+    from pymoe.cuda.launch import KernelSpec
+    nacc = n // 2
+    step_b = 32 * n                                  # one k-step's B image, bytes
+    smem_words = kt * 4 * step_b // 4 + 32         # + 128 B to align the image
+    decode = make_decoder(dtype)
+    mul2 = mul2_bf16 if dtype == "bfloat16" else mul2_f16
+    bias16 = uint32(0x7E807E80 if dtype == "bfloat16" else 0x74007400)
+    fill = make_acc_fill(n)
+    mma = make_wgmma_rs(n, dtype)
+    wait0 = make_wgmma_wait(0)
+    nv = fmt == "nvfp4"
+    sw = 16 if nv else 8                             # scale words a tile
+    kw = kt * 32                                     # activation words a route
+
+    def k(words, swords, s2g, x, out):
+        sm = cuda.shared.array(smem_words, uint32)
+        s2 = cuda.shared.array(256, uint32)
+        t = cuda.threadIdx.x
+        warp = t // 32
+        lane = t % 32
+        g = lane // 4
+        for i in range(t, 256, 128):
+            s2[i] = s2g[i]
+        base = smem_u32(sm)
+        sb = (base + uint32(127)) & uint32(0xFFFFFF80)
+        # stage B: task (route m, k-tile c, k-step s) = 8 words x0..x7 -> two rows
+        for task in range(t, n * kt * 4, 128):
+            m = task // (kt * 4)
+            cs = task % (kt * 4)
+            src = m * kw + cs * 8
+            x0, x1, x2, x3 = ld_nc4(x, src)
+            x4, x5, x6, x7 = ld_nc4(x, src + 4)
+            row = sb + uint32(cs * step_b + (m // 8) * 256 + (m % 8) * 16)
+            sts4(row, x0, x2, x4, x6)
+            sts4(row + uint32(128), x1, x3, x5, x7)
+        fence_proxy_async()
+        cuda.syncthreads()
+        acc = fill(float32(0.0))
+        for c in range(kt):
+            w0, w1, w2, w3 = ld_nc4(words, ((warp * kt + c) * 32 + lane) * 4)
+            if nv:
+                sa = ld_nc1(swords, (warp * kt + c) * sw + 2 * g)      # row g: 4 groups
+                sc = ld_nc1(swords, (warp * kt + c) * sw + 2 * g + 1)  # row g + 8
+            else:
+                sa = ld_nc1(swords, (warp * kt + c) * sw + g)          # (g, grp), (g+8, grp)
+                sc = sa >> uint32(16)
+            for st in range(4):
+                ww = w0 if st == 0 else w1 if st == 1 else w2 if st == 2 else w3
+                if nv:
+                    fg = s2[(sa >> uint32(8 * st)) & uint32(255)]
+                    fu = s2[(sc >> uint32(8 * st)) & uint32(255)]
+                else:
+                    fg = s2[(sa >> uint32(8 * (st // 2))) & uint32(255)]
+                    fu = s2[(sc >> uint32(8 * (st // 2))) & uint32(255)]
+                d0, d1, d2, d3 = decode(ww)
+                a0 = mul2(mul2(d0, bias16), fg)
+                a1 = mul2(mul2(d1, bias16), fu)
+                a2 = mul2(mul2(d2, bias16), fg)
+                a3 = mul2(mul2(d3, bias16), fu)
+                wgmma_fence()
+                acc = mma(acc, a0, a1, a2, a3,
+                          wgmma_desc(sb + uint32((4 * c + st) * step_b), 128, 256), int32(1))
+                wgmma_commit()
+                wait0()                               # the A registers are written next
+        store_acc(out, int64(t) * nacc, acc)
+
+    return KernelSpec(k, ("u4[]", "u4[]", "u4[]", "u4[]", "f4[]"), 128, arch_specific=True)
+
+
+def _v2_case(fmt, dtype, which, act, k, n, seed):
+    """(words [4, KT, 32, 4], scale words, s2 table, x words [n, KT * 32], W, Xv)."""
+    from pymoe import formats
+    from pymoe.geometry import scale_group
+    from pymoe.ref import layout
+    rng = np.random.default_rng(seed)
+    inter = (32 if act != "relu2" else 64) if which == "w13" else 48   # >= 64 rows
+    n_rows = (2 * inter if act != "relu2" else inter) if which == "w13" else 64
+    grp = scale_group(fmt)
+    kp = -(-k // grp) * grp
+    codes = rng.integers(0, 16, (1, n_rows, kp), dtype=np.uint8)
+    codes[:, :, k:] = 0
+    w = formats.pack_fp4(codes)
+    if fmt == "mxfp4":                                  # bytes whose fold is exact
+        lo, hi = (112, 140) if dtype == "bfloat16" else (118, 134)
+        sc = rng.integers(lo, hi + 1, (1, n_rows, kp // grp), dtype=np.uint8)
+    else:                                               # E4M3 0.125 .. 4, no NaN
+        sc = rng.integers(0x20, 0x48, (1, n_rows, kp // grp), dtype=np.uint8)
+    words, sb = layout.pack(w, sc, fmt=fmt, which=which, activation=act, k_dim=k,
+                            intermediate_size=inter)
+    rows = layout.tile_rows(which, act, n_rows, inter)
+    assert rows.shape[0] >= 4
+    rows = rows[:4].reshape(-1)                          # the CTA's 64 weight rows
+    dec = formats.decode_e8m0 if fmt == "mxfp4" else formats.decode_e4m3
+    wf = (formats.decode_fp4(codes[0]).astype(np.float64)
+          * np.repeat(dec(sc[0]).astype(np.float64), grp, axis=1))
+    kt = words.shape[2]
+    W = np.zeros((64, 64 * kt))
+    W[rows >= 0, :kp] = wf[rows[rows >= 0]]
+    xs = rng.standard_normal((64 * kt, n)).astype(np.float32)
+    xs[k:] = 0
+    X = lay.bits16(xs, dtype)                            # activations on the dtype's grid
+    Xv = ((X.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16"
+          else X.view(np.float16)).astype(np.float64)
+    b = np.arange(256, dtype=np.uint8)
+    vals = (formats.decode_e8m0(b) if fmt == "mxfp4" else formats.decode_e4m3(b))
+    vals = np.where(np.isfinite(vals), vals, 0).astype(np.float32)
+    if dtype == "float16":                               # out-of-range bytes are unused
+        vals = np.clip(vals, 0, 65504)
+    h = lay.bits16(vals, dtype).astype(np.uint32)
+    s2 = h | (h << 16)
+    xw = np.ascontiguousarray(X.T).view(np.uint32)       # [n, K / 2] words
+    return (words[0, :4], sb[0, :4].view(np.uint32), s2, xw, W, Xv)
+
+
+@pytest.mark.parametrize("fmt,dtype", [("mxfp4", "bfloat16"), ("nvfp4", "float16")])
+def test_v2_chain_kernel_ptx(fmt, dtype):
+    """The v2 chain compiles for sm_90a: 4 wgmma a k-tile, 16-byte global loads
+    for the weights and 16-byte shared stores for B, no local memory."""
+    from pymoe.cuda import launch
+    ptx = launch._compile(_v2_kernel(64, dtype, fmt, 2), (9, 0))
+    assert ".target sm_90a" in ptx and ".local" not in ptx
+    assert "ld.global.nc.v4.u32" in ptx and "st.shared.v4.u32" in ptx
+    assert "wgmma.mma_async.sync.aligned.m64n64k16" in ptx
+    rep = assemble(ptx, arch="sm_90a")
+    if rep is not None:
+        assert "0 bytes stack frame" in rep, rep
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt,dtype", [("mxfp4", "bfloat16"), ("mxfp4", "float16"),
+                                       ("nvfp4", "bfloat16"), ("nvfp4", "float16")])
+@pytest.mark.parametrize("which,act,k,n", [("w13", "silu", 128, 64), ("w13", "relu2", 104, 16),
+                                           ("w2", "silu", 64, 128)])
+def test_v2_chain_kernel_matches_numpy(fmt, dtype, which, act, k, n):
+    """The v2 data path on the H200 equals W @ X exactly (NaN-poisoned output)."""
+    import cupy as cp
+    from pymoe.cuda.launch import load_spec
+    words, sw, s2, xw, W, Xv = _v2_case(fmt, dtype, which, act, k, n, k + n)
+    kt = words.shape[1]
+    out = cp.full(128 * (n // 2), np.nan, cp.float32)
+    load_spec(_v2_kernel(n, dtype, fmt, kt)).launch(
+        (1,), tuple(cp.asarray(np.ascontiguousarray(a).ravel())
+                    for a in (words, sw, s2, xw)) + (out,))
+    got = lay.d_unpack(out.get().reshape(128, n // 2), n)
+    np.testing.assert_array_equal(got, W @ Xv)
 
 
 # ---- the block GEMM on wgmma (PYMOE_GEMM=wgmma; kernels/gemm_wgmma.py)

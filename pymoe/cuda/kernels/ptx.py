@@ -24,6 +24,7 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
                                the thread's groups pend
     lds4/2/1(s)                4 / 2 / 1 uint32 at shared address s (volatile)
     sts2(s, w0, w1)            2 uint32 to shared address s (volatile; GPU only)
+    sts4(s, w0, w1, w2, w3)    4 uint32 to shared address s (16-byte aligned; GPU only)
 The caller guarantees the alignment (16 / 8 / 4 bytes) and that the data is not
 written while the kernel runs (the .nc path is not coherent with stores).
 """
@@ -36,7 +37,7 @@ from numba.cuda.extending import intrinsic
 __all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
            "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
-           "cp_commit", "make_cp_wait", "lds4", "lds2", "lds1", "sts2"]
+           "cp_commit", "make_cp_wait", "lds4", "lds2", "lds1", "sts2", "sts4"]
 
 _I32 = ir.IntType(32)
 _I16 = ir.IntType(16)
@@ -319,6 +320,22 @@ def sts2(typingctx, saddr, w0, w1):
     def codegen(context, builder, signature, args):
         v = [_u32(context, builder, t, a) for t, a in zip(signature.args, args)]
         _void_asm(builder, "st.shared.v2.u32 [$0], {$1, $2};", "r,r,r,~{memory}", v)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def sts4(typingctx, saddr, w0, w1, w2, w3):
+    """st.shared.v4.u32 [saddr], {w0..w3} (saddr aligned to 16 bytes; volatile)."""
+    if not all(isinstance(t, types.Integer) for t in (saddr, w0, w1, w2, w3)):
+        return None
+    sig = types.void(saddr, w0, w1, w2, w3)
+
+    def codegen(context, builder, signature, args):
+        v = [_u32(context, builder, t, a) for t, a in zip(signature.args, args)]
+        _void_asm(builder, "st.shared.v4.u32 [$0], {$1, $2, $3, $4};",
+                  "r,r,r,r,r,~{memory}", v)
         return context.get_dummy_value()
 
     return sig, codegen

@@ -1,10 +1,11 @@
 """What the kernels a layer runs look like in SASS, with no GPU: registers,
 spills, and instruction mix of each kernel and of its hottest loop.
 
-    python tools/sass_report.py [--preset gpt-oss-120b] [--tokens 1,8,64,512] [--gemm mma]
+    python tools/sass_report.py [--preset gpt-oss-120b] [--tokens 1,8,64,512]
+                                [--gemm wgmma|mma|fma] [--ops]
 
 Compiles every LaunchKey the calls reach (Numba -> PTX), assembles it with the
-local ptxas for sm_90 and disassembles the cubin with cuobjdump (pip:
+local ptxas for sm_90 (sm_90a for the wgmma kernels) and disassembles the cubin with cuobjdump (pip:
 nvidia-cuda-nvcc, nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm).  Per kernel: registers, spill bytes,
 the static instruction count and mix; and the hottest loop (the innermost
 backward branch whose body holds the most HMMA / FFMA): its length and mix.

@@ -42,7 +42,7 @@ from .ptx import (f2h, gaddr, ld_nc1, ld_nc4, ld_nc_u8, mma_bf16, mma_f16, mul2_
                   prmt)
 
 __all__ = ["make_tile_gemm", "make_decode_word", "make_decode_pairs", "make_route_row",
-           "make_load_w", "TABLES"]
+           "make_load_w", "make_lane_rows", "TABLES"]
 
 # 8-byte magnitude tables (index = 3 magnitude bits of an E2M1 code): the high and
 # low bytes of the 16-bit encodings of 0, .5, 1, 1.5, 2, 3, 4, 6.
@@ -156,6 +156,30 @@ def make_load_w(sh: Shape):
     return load_w
 
 
+def make_lane_rows(key: LaunchKey, sh: Shape, gather_tokens: bool):
+    """lane_rows(n0, e, warp, g, t) -> (wb0, wb1, sb0, sb1, ok0, ok1): load_w's
+    offsets of a lane's two weight rows (local 16 warp + g and + 8 of the tile at
+    n0 of expert e; word offsets with t folded in, scale-row offsets) and whether
+    each is an output; a row past the outputs points at row 0 (zeroed by load_w)."""
+    _, row_of, nout = tile_roles(key, gather_tokens)
+    rows, words, sgroups = sh.rows, sh.words, sh.sgroups
+
+    @cuda.jit(device=True, inline=True)
+    def lane_rows(n0, e, warp, g, t):
+        n_a, row_a = row_of(n0, 16 * warp + g)
+        n_b, row_b = row_of(n0, 16 * warp + g + 8)
+        ok0 = n_a < nout
+        ok1 = n_b < nout
+        if not ok0:
+            row_a = 0
+        if not ok1:
+            row_b = 0
+        return ((e * rows + row_a) * words + t, (e * rows + row_b) * words + t,
+                (e * rows + row_a) * sgroups, (e * rows + row_b) * sgroups, ok0, ok1)
+
+    return lane_rows
+
+
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     """Tensor-core twin of gemm_fma.make_tile_gemm (see the module docstring)."""
     bf16 = key.dtype == "bfloat16"
@@ -163,8 +187,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     nv = sh.nv
     decode_pairs = make_decode_pairs(key.dtype, nv)
     route_row = make_route_row(key, block, gather_tokens)
-    on_input, row_of, nout = tile_roles(key, gather_tokens)
-    kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups
+    on_input = tile_roles(key, gather_tokens)[0]
+    kdim, chunks = sh.k, sh.chunks
     b = block
     nt = b // 8                                   # n-tiles of 8 routes
     acc_n = nt * 4
@@ -172,6 +196,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
 
     round_pair = make_round_pair(key.dtype)
     load_w = make_load_w(sh)
+    lane_rows = make_lane_rows(key, sh, gather_tokens)
     n_tasks = b * 4                                 # (route, 8-value group) a chunk
     assert n_tasks <= 2 * THREADS, "two staging tasks a thread at most"
 
@@ -243,20 +268,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
             xrow[m] = off
             xmul[m] = mult
-        # this lane's two weight rows (local lr0 = 16*warp + g and lr0 + 8); a
-        # row past the outputs reads row 0 and is zeroed in load_w
-        n_a, row_a = row_of(n0, 16 * warp + g)
-        n_b, row_b = row_of(n0, 16 * warp + g + 8)
-        ok0 = n_a < nout
-        ok1 = n_b < nout
-        if not ok0:
-            row_a = 0
-        if not ok1:
-            row_b = 0
-        wb0 = (e * rows + row_a) * words + t
-        sb0 = (e * rows + row_a) * sgroups
-        wb1 = (e * rows + row_b) * words + t
-        sb1 = (e * rows + row_b) * sgroups
+        # this lane's two weight rows (local lr0 = 16*warp + g and lr0 + 8)
+        wb0, wb1, sb0, sb1, ok0, ok1 = lane_rows(n0, e, warp, g, t)
         avec = (gaddr(a, 0) & 15) == 0
         acc = cuda.local.array(acc_n, float32)
         for i in range(acc_n):

@@ -47,7 +47,7 @@ from numba import cuda, float32, int32, int64, uint32
 
 from ...geometry import WGMMA_RING, LaunchKey
 from .common import THREADS, TILE_ROWS, Shape, make_round_pair, tile_roles
-from .gemm_mma import make_decode_pairs, make_load_w, make_route_row
+from .gemm_mma import make_decode_pairs, make_lane_rows, make_load_w, make_route_row
 from .intrinsics import as_bits
 from .ptx import f2h, gaddr, ld_nc1, ld_nc4, prmt, smem_u32, sts2
 from .wgmma import (fence_proxy_async, make_acc_fill, make_wgmma_rs, make_wgmma_wait,
@@ -65,8 +65,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     decode_pairs = make_decode_pairs(key.dtype, True)
     route_row = make_route_row(key, block, gather_tokens)
     nv = sh.nv
-    on_input, row_of, nout = tile_roles(key, gather_tokens)
-    kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups
+    on_input = tile_roles(key, gather_tokens)[0]
+    kdim, chunks = sh.k, sh.chunks
     b = block
     img = 64 * b                                 # bytes of one chunk's image (2 k-steps)
     # B = 128: the ring lives in the caller's acc_tile (B * TILE_ROWS floats, free
@@ -85,6 +85,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     wait0 = make_wgmma_wait(0)
     round_pair = make_round_pair(key.dtype)
     load_w = make_load_w(sh)
+    lane_rows = make_lane_rows(key, sh, gather_tokens)
 
     @cuda.jit(device=True, inline=True)
     def load_x(c, off, hh, mult, a, avec):
@@ -183,18 +184,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         ring_base = (base + uint32(127)) & uint32(0xFFFFFF80)
         xrow = ring_base + uint32((m >> 3) * SBO + (m & 7) * 16 + 8 * hh)
         xrow2 = xrow + uint32((THREADS // 2 // 8) * SBO)    # route m + 64
-        n_a, row_a = row_of(n0, 16 * warp + g)
-        n_b, row_b = row_of(n0, 16 * warp + g + 8)
-        ok0 = n_a < nout
-        ok1 = n_b < nout
-        if not ok0:                                     # read row 0, zeroed in load_w
-            row_a = 0
-        if not ok1:
-            row_b = 0
-        wb0 = (e * rows + row_a) * words + t
-        sb0 = (e * rows + row_a) * sgroups
-        wb1 = (e * rows + row_b) * words + t
-        sb1 = (e * rows + row_b) * sgroups
+        wb0, wb1, sb0, sb1, ok0, ok1 = lane_rows(n0, e, warp, g, t)
         avec = (gaddr(a, 0) & 15) == 0
         sidx = t // 2 if nv else 0
         # prologue: chunks 0 .. ring-3 staged, chunk ring-2's activations and

@@ -28,39 +28,39 @@ if [ "${1:-}" = "--export" ]; then
   exit 0
 fi
 LOG=${OUT:-.}; mkdir -p "$LOG"
-if [ -n "${WARM:-}" ]; then      # compile every source's keys at once (disk cache), untimed
-  for spec in "$@"; do
-    src=${spec%%:*}; rest=${spec#"$src"}; rest=${rest#:}
-    gemm=${rest%%:*}; blk=${rest#"$gemm"}; blk=${blk#:}
-    cut=${blk#*:}; [ "$cut" = "$blk" ] && cut=""; blk=${blk%%:*}
-    P=$(cd "$src" && pwd); extra=(); [ -n "$blk" ] && extra=(--block-size "$blk")
-    [ -n "$cut" ] && extra+=(--decode-max-tokens "$cut")
-    (cd "$P" && PYMOE_GEMM=${gemm:-${PYMOE_GEMM:-}} PYTHONPATH=${SITE:-/tmp/site}:$P \
-       timeout "${WT:-400}" "${PYTHON:-python3}" -m pymoe bench \
-       --preset "${PRESETS:-gpt-oss-120b,qwen3-30b-a3b}" --tokens "${TOK:-1,8,64}" \
-       --mode eager --repeats 1 --rotate 1 --format "${FMT:-mxfp4}" \
-       --dtype "${DT:-bfloat16}" --no-progress ${extra[@]+"${extra[@]}"} > /dev/null 2>&1) &
-  done
-  wait; echo "warm: $SECONDS s"
-  [ "$WARM" = only ] && exit 0
-fi
-names=()
-for spec in "$@"; do
-  src=${spec%%:*}; rest=${spec#"$src"}; rest=${rest#:}
+parse() {    # SPEC -> P (tree), gemm, name, extra (bench flags for BLOCK and CUT)
+  local src rest blk cut
+  src=${1%%:*}; rest=${1#"$src"}; rest=${rest#:}
   gemm=${rest%%:*}; blk=${rest#"$gemm"}; blk=${blk#:}
   cut=${blk#*:}; [ "$cut" = "$blk" ] && cut=""; blk=${blk%%:*}
   if [ "$src" = . ]; then P=$PWD; name=worktree; else P=$(cd "$src" && pwd); name=$(basename "$src"); fi
   [ -n "$gemm" ] && name=${name}_$gemm
   [ -n "$blk" ] && name=${name}_b$blk
   [ -n "$cut" ] && name=${name}_d$cut
-  names+=("$name")
   extra=(); [ -n "$blk" ] && extra=(--block-size "$blk")
   [ -n "$cut" ] && extra+=(--decode-max-tokens "$cut")
+}
+bench() {    # LIMIT BENCH-FLAGS...: pymoe bench from tree P, with gemm and extra
+  local limit=$1; shift
   (cd "$P" && PYMOE_GEMM=${gemm:-${PYMOE_GEMM:-}} PYTHONUNBUFFERED=1 \
-     PYTHONPATH=${SITE:-/tmp/site}:$P timeout "${BT:-200}" "${PYTHON:-python3}" -m pymoe bench \
+     PYTHONPATH=${SITE:-/tmp/site}:$P timeout "$limit" "${PYTHON:-python3}" -m pymoe bench \
      --preset "${PRESETS:-gpt-oss-120b,qwen3-30b-a3b}" --tokens "${TOK:-1,8,64}" \
-     --mode "${MODE:-graph}" --format "${FMT:-mxfp4}" --dtype "${DT:-bfloat16}" --no-progress \
-     ${extra[@]+"${extra[@]}"} > "$LOG/bench_$name.txt" 2>&1)
+     --format "${FMT:-mxfp4}" --dtype "${DT:-bfloat16}" --no-progress \
+     ${extra[@]+"${extra[@]}"} "$@")
+}
+if [ -n "${WARM:-}" ]; then      # compile every source's keys at once (disk cache), untimed
+  for spec in "$@"; do
+    parse "$spec"
+    bench "${WT:-400}" --mode eager --repeats 1 --rotate 1 > /dev/null 2>&1 &
+  done
+  wait; echo "warm: $SECONDS s"
+  [ "$WARM" = only ] && exit 0
+fi
+names=()
+for spec in "$@"; do
+  parse "$spec"
+  names+=("$name")
+  bench "${BT:-200}" --mode "${MODE:-graph}" > "$LOG/bench_$name.txt" 2>&1
   echo "$name rc=$?"
 done
 "${PYTHON:-python3}" - "$LOG" "${names[@]}" <<'PY'

@@ -29,6 +29,7 @@ __all__ = [
     "DTYPES", "W13_LAYOUTS", "ALIGN", "regime_for", "decode_route_limit", "select_block_size",
     "block_size_ranges", "reachable_block_sizes", "packed_slots", "num_blocks",
     "token_buckets", "scratch_shapes", "TensorShape", "LaunchKey", "launch_keys",
+    "gemm_block_sizes",
     "dequant_launch_key",
     "is_gated", "fc1_rows", "gate_rows", "scale_group", "num_scale_groups", "K_ALIGN",
     "padded_k", "GEMMS", "SWIGLUOAI_ALPHA", "SWIGLUOAI_LIMIT", "swiglu_params",
@@ -429,6 +430,11 @@ class LaunchKey:
     gemm: str = ""
 
 
+def gemm_block_sizes(gemm: str) -> tuple[int, ...]:
+    """The blocks of routes a packed block GEMM takes (128: wgmma only)."""
+    return WGMMA_BLOCK_SIZES if gemm == "wgmma" else BLOCK_SIZES
+
+
 def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                 dtype: str, hidden_size: int, intermediate_size: int,
                 has_bias: bool, router_on_input: bool,
@@ -451,9 +457,9 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
         return (LaunchKey("decode_fc1", tile_n=half, **common),
                 LaunchKey("decode_fc2", tile_n=V2_TILE_ROWS, **common), combine)
     b = int(block)
-    if b not in (WGMMA_BLOCK_SIZES if gemm == "wgmma" else BLOCK_SIZES):
+    if b not in gemm_block_sizes(gemm):
         raise ValueError(f"block={b}: the {gemm!r} GEMM takes blocks of "
-                         f"{WGMMA_BLOCK_SIZES if gemm == 'wgmma' else BLOCK_SIZES} routes "
+                         f"{gemm_block_sizes(gemm)} routes "
                          f"(128 needs the wgmma GEMM: an sm_90 GPU, PYMOE_GEMM=auto or "
                          "wgmma, and scales it folds)")
     return (LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,

@@ -136,7 +136,7 @@ class Caps:
         for reg, b, _lo, _hi in self.buckets():
             gs = gemms[:1]
             if reg == "packed":             # blocks of 128: only the GEMMs that take them
-                gs = [g for g in gemms if b in geo.BLOCK_SIZES or g == "wgmma"] or gs
+                gs = [g for g in gemms if b in geo.gemm_block_sizes(g)] or gs
             for g in gs:                    # (none: launch_keys says why)
                 for k in self.launch_keys(reg, b, g):
                     if k not in keys:
@@ -166,7 +166,7 @@ class Caps:
         device and weights (``gemms``)."""
         if gemm is None:
             gemm = self.gemms(None, None)[0]
-            if (regime == "packed" and block not in geo.BLOCK_SIZES
+            if (regime == "packed" and block not in geo.gemm_block_sizes(gemm)
                     and env.gemm_variant() == "auto"):
                 gemm = "wgmma"                  # blocks of 128 exist on wgmma only
         return geo.launch_keys(regime, block, gemm=gemm, format=self.format,

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 __all__ = [
-    "BLOCK_SIZES", "WGMMA_BLOCK_SIZES", "DECODE_MAX_TOKENS", "REGIMES", "FORMATS",
+    "BLOCK_SIZES", "BLOCK_FILL", "WGMMA_BLOCK_SIZES", "DECODE_MAX_TOKENS", "REGIMES", "FORMATS",
     "ACTIVATIONS",
     "DTYPES", "W13_LAYOUTS", "ALIGN", "regime_for", "decode_route_limit", "select_block_size",
     "block_size_ranges", "reachable_block_sizes", "packed_slots", "num_blocks",
@@ -55,6 +55,12 @@ REGIMES = ("decode", "packed")
 # Routes per block of the packed regime.  8 is the n of an m16n8k16 mma (tokens
 # on the N side); 64 keeps a prefill tile's weight reuse high.
 BLOCK_SIZES = (8, 16, 32, 64)
+# The automatic B holds BLOCK_FILL x the mean routes an expert: the block GEMMs
+# decode every weight once a block, so an expert whose routes spill into a second
+# block pays its whole decode twice, while padding costs only tensor-core work,
+# which the wgmma GEMM has to spare (it runs at ~15% of the tensor peak).  With
+# 1, a Poisson(mean) expert takes ~1.5 blocks at mean = B; with 2, ~1.0.
+BLOCK_FILL = 2
 # The wgmma GEMM also takes blocks of 128 routes (m64n128: one decoded weight
 # serves twice the routes).  Only a pin (Caps.block_size_m = 128, on the wgmma
 # GEMM) uses it: measured 3% faster at qwen3 T = 4096 (~256 routes an expert),
@@ -277,15 +283,16 @@ def regime_for(num_tokens: int, top_k: int = 1, cut: int | None = None) -> str:
 
 def select_block_size(num_tokens: int, top_k: int, num_route_experts: int,
                       pin: int | None = None) -> int:
-    """Block size B for T tokens: the smallest allowed B holding the mean routes
-    per expert ceil(T*k/Eg), capped at the largest.  Monotone non-decreasing in
-    T, which is what lets ``block_size_ranges`` work in closed form.  A pin wins.
+    """Block size B for T tokens: the smallest allowed B holding BLOCK_FILL x the
+    mean routes per expert ceil(T*k/Eg), capped at the largest.  Monotone
+    non-decreasing in T, which is what lets ``block_size_ranges`` work in closed
+    form.  A pin wins.
     """
     if pin is not None:
         return pin
     mean = -(-(num_tokens * top_k) // num_route_experts)
     for b in BLOCK_SIZES:
-        if b >= mean:
+        if b >= BLOCK_FILL * mean:
             return b
     return BLOCK_SIZES[-1]
 
@@ -295,7 +302,8 @@ def block_size_ranges(max_tokens: int, top_k: int, num_route_experts: int,
                       ) -> list[tuple[int, int, int]]:
     """[(B, t_lo, t_hi)] covering the packed-regime T in lo..max_tokens.
 
-    ceil(T*k/Eg) <= B  <=>  T <= B*Eg // k, so B's range ends there.
+    F ceil(T*k/Eg) <= B  <=>  ceil(T*k/Eg) <= B // F  <=>  T <= (B // F)*Eg // k
+    (F = BLOCK_FILL), so B's range ends there.
     """
     if lo is None:
         lo = decode_max_tokens(top_k) + 1
@@ -307,7 +315,7 @@ def block_size_ranges(max_tokens: int, top_k: int, num_route_experts: int,
     t = lo
     for b in BLOCK_SIZES:
         hi = max_tokens if b == BLOCK_SIZES[-1] else min(
-            max_tokens, (b * num_route_experts) // top_k)
+            max_tokens, ((b // BLOCK_FILL) * num_route_experts) // top_k)
         if hi >= t:
             out.append((b, t, hi))
             t = hi + 1

@@ -65,8 +65,9 @@ def test_regime_cut():
     assert geo.token_buckets(t + 3, 2, 4) == [("decode", None, 1, t),
                                               ("packed", 64, t + 1, t + 3)]
     # a pinned cut (Caps.decode_max_tokens): 0 = no decode bucket, the route cap holds
-    assert geo.token_buckets(10, 2, 4, cut=0) == [("packed", 8, 1, 10)]
-    assert geo.token_buckets(10, 2, 4, cut=3) == [("decode", None, 1, 3), ("packed", 8, 4, 10)]
+    assert geo.token_buckets(10, 2, 4, cut=0) == [("packed", 8, 1, 8), ("packed", 16, 9, 10)]
+    assert geo.token_buckets(10, 2, 4, cut=3) == [("decode", None, 1, 3), ("packed", 8, 4, 8),
+                                                  ("packed", 16, 9, 10)]
     assert geo.regime_for(1, 2, cut=0) == "packed" and geo.regime_for(3, 2, cut=3) == "decode"
     assert geo.decode_max_tokens(64, pin=100) == cap
 

@@ -313,7 +313,7 @@ def test_reachable_keys_cover_each_gemm_once(monkeypatch):
     combine for every GEMM asked (shared keys once), decode's keys once."""
     monkeypatch.delenv("PYMOE_GEMM", raising=False)
     monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
-    caps = pymoe.Caps(max_tokens=600, top_k=2, num_experts=8, hidden_size=64,
+    caps = pymoe.Caps(max_tokens=600, top_k=2, num_experts=64, hidden_size=64,
                       intermediate_size=32)
     one = caps.reachable_keys(("wgmma",))
     two = caps.reachable_keys(("wgmma", "mma"))

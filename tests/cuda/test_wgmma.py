@@ -323,7 +323,9 @@ def test_v2_chain_kernel_ptx(fmt, dtype):
 @pytest.mark.parametrize("which,act,k,n", [("w13", "silu", 128, 64), ("w13", "relu2", 104, 16),
                                            ("w2", "silu", 64, 128)])
 def test_v2_chain_kernel_matches_numpy(fmt, dtype, which, act, k, n):
-    """The v2 data path on the H200 equals W @ X exactly (NaN-poisoned output)."""
+    """The v2 data path on the H200 equals W @ X up to fp32 accumulation (NaN-
+    poisoned output): within K * 2^-23 * (|W| @ |X|) of the float64 product, far
+    below what a misplaced weight, activation or scale would give."""
     import cupy as cp
     from pymoe.cuda.launch import load_spec
     words, sw, s2, xw, W, Xv = _v2_case(fmt, dtype, which, act, k, n, k + n)
@@ -333,7 +335,10 @@ def test_v2_chain_kernel_matches_numpy(fmt, dtype, which, act, k, n):
         (1,), tuple(cp.asarray(np.ascontiguousarray(a).ravel())
                     for a in (words, sw, s2, xw)) + (out,))
     got = lay.d_unpack(out.get().reshape(128, n // 2), n)
-    np.testing.assert_array_equal(got, W @ Xv)
+    assert not np.isnan(got).any()
+    bound = W.shape[1] * 2.0 ** -23 * (np.abs(W) @ np.abs(Xv))
+    err = np.abs(got - W @ Xv)
+    assert (err <= bound).all(), float((err / np.maximum(bound, 1e-300)).max())
 
 
 # ---- the block GEMM on wgmma (PYMOE_GEMM=wgmma; kernels/gemm_wgmma.py)

@@ -37,7 +37,8 @@ __all__ = [
     "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "route_pack_grid",
-    "WGMMA_RING", "WGMMA_FOLD_BYTES", "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
+    "WGMMA_RING", "WGMMA_V2_RING", "WGMMA_V2_MAX_BLOCK", "gemm_reads_v2", "WGMMA_FOLD_BYTES",
+    "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
     "decode_max_tokens", "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_PAIR_CTAS_PER_SM",
@@ -101,6 +102,13 @@ WGMMA_CC = (9, 0)
 # multiplies, the next is ready, one is being written, and the last one read
 # waits until every warp is past it (kernels/gemm_wgmma.py).
 WGMMA_RING = 4
+# The wgmma GEMM reads weight layout v2 for blocks of up to WGMMA_V2_MAX_BLOCK
+# routes (kernels/gemm_wgmma_v2.py: one 16-byte load a lane and 64 K, 4 wgmma
+# a k-tile); its B ring holds WGMMA_V2_RING k-tile images (64 K each: 8 KB at
+# B = 64, so ring + the caller's 16 KB accumulator tile stay under 48 KB
+# static).  Blocks of 128 stay on the packed rows (gemm_wgmma).
+WGMMA_V2_RING = 3
+WGMMA_V2_MAX_BLOCK = 64
 # wgmma folds MXFP4's E8M0 scale into the 16-bit weights (exact packed
 # multiply): exact when 2^(byte - 127) times every E2M1 value (0.5 .. 6) is a
 # finite dtype value on its grid: bf16 for bytes 0 .. 252, fp16 for 104 .. 140
@@ -495,6 +503,12 @@ def wgmma_scale_fold_ok(format: str, dtype: str, lo: int, hi: int) -> bool:
         return True
     a, b = WGMMA_FOLD_BYTES[dtype]
     return a <= lo and hi <= b
+
+
+def gemm_reads_v2(gemm: str, block: int) -> bool:
+    """Whether the block GEMM ``gemm`` at block size ``block`` reads the weights
+    in layout v2 (DeviceWeights.w13_v2 ...) rather than the packed rows."""
+    return gemm == "wgmma" and block <= WGMMA_V2_MAX_BLOCK
 
 
 def pick_gemm(variant: str, cc: tuple[int, int] | None, format: str, dtype: str,

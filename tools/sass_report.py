@@ -142,7 +142,7 @@ def report(ptx: str) -> dict:
                 spill=int(spill.group(1)) + int(spill.group(2)) if spill else 0,
                 stack=int(stack.group(1)) if stack else 0, total=len(ins), mix=mix,
                 loop_len=len(body), loop_mix=Counter(classify(o, m) for _, o, m, _ in body),
-                loop_ops=Counter(o for _, o, _, _ in body))
+                loop_ops=Counter(o for _, o, _, _ in body), loop_body=body)
 
 
 def _fmt(mix: Counter) -> str:
@@ -159,6 +159,8 @@ def main(argv=None) -> int:
                     help="the packed block GEMM (default wgmma: PYMOE_GEMM=auto on sm_90)")
     ap.add_argument("--ops", action="store_true",
                     help="also print each hottest loop's opcode histogram")
+    ap.add_argument("--dump", metavar="KERNEL", default=None,
+                    help="also print the hottest loop's SASS of this kernel (e.g. fc1)")
     a = ap.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import pymoe
@@ -196,6 +198,9 @@ def main(argv=None) -> int:
         if a.ops:
             print(f"{'':>44}loop ops: " + " ".join(f"{o}={n}" for o, n in
                                                       r["loop_ops"].most_common()))
+        if a.dump == k.kernel:
+            for addr, op, mods, operands in r["loop_body"]:
+                print(f"  {addr:06x} {op}{mods} {operands}")
     return 0
 
 

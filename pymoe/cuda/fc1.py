@@ -6,7 +6,7 @@ kernel is pymoe/cuda/kernels/fc1.py.  ``experts`` are DeviceWeights
 """
 from __future__ import annotations
 
-from ..geometry import LaunchKey
+from ..geometry import LaunchKey, gemm_reads_v2
 from .kernels.common import activation_arg
 from .device_weights import check_gemm_scales
 from .launch import PreparedLaunch, launch_stream, resolve
@@ -18,10 +18,13 @@ def prepare_fc1(x, experts, topk_weights, packed_route_indices, block_expert_ids
                 intermediate, *, top_k: int, key: LaunchKey, stream=None) -> PreparedLaunch:
     check_gemm_scales(experts, key)
     kern = resolve(key, stream)
+    v2 = gemm_reads_v2(key.gemm, key.block)
     return kern.prepare(
         (-(-experts.intermediate_size // key.tile_n), block_expert_ids.size),
         (activation_arg(kern, x), packed_route_indices, block_expert_ids,
-         x.shape[0] * top_k, top_k, topk_weights, experts.w13_words, experts.w13_scales,
+         x.shape[0] * top_k, top_k, topk_weights,
+         experts.w13_v2 if v2 else experts.w13_words,
+         experts.w13_v2_scales if v2 else experts.w13_scales,
          experts.scale_lut, experts.w13_global, experts.w13_bias, intermediate))
 
 

@@ -7,7 +7,7 @@ The kernels are pymoe/cuda/kernels/fc2.py.
 """
 from __future__ import annotations
 
-from ..geometry import LaunchKey
+from ..geometry import LaunchKey, gemm_reads_v2
 from .kernels.common import activation_arg
 from .kernels.routes import route_args
 from .device_weights import check_gemm_scales
@@ -20,11 +20,14 @@ def prepare_fc2(intermediate, experts, topk_weights, packed_route_indices, block
                 route_out, *, key: LaunchKey, stream=None) -> PreparedLaunch:
     check_gemm_scales(experts, key)
     kern = resolve(key, stream)
+    v2 = gemm_reads_v2(key.gemm, key.block)
     # top_k is an fc1 argument of the shared block GEMM; fc2 reads slot rows, not tokens
     return kern.prepare(
         (-(-experts.hidden_size // key.tile_n), block_expert_ids.size),
         (activation_arg(kern, intermediate), packed_route_indices, block_expert_ids,
-         route_out.shape[0], 1, topk_weights, experts.w2_words, experts.w2_scales,
+         route_out.shape[0], 1, topk_weights,
+         experts.w2_v2 if v2 else experts.w2_words,
+         experts.w2_v2_scales if v2 else experts.w2_scales,
          experts.scale_lut, experts.w2_global, experts.w2_bias, route_out))
 
 

@@ -344,11 +344,13 @@ def test_v2_chain_kernel_matches_numpy(fmt, dtype, which, act, k, n):
 # ---- the block GEMM on wgmma (PYMOE_GEMM=wgmma; kernels/gemm_wgmma.py)
 
 @pytest.mark.parametrize("fmt,dtype,block", [("mxfp4", "bfloat16", 64), ("nvfp4", "float16", 8),
-                                             ("mxfp4", "float16", 32)])
+                                             ("mxfp4", "float16", 32), ("nvfp4", "bfloat16", 128)])
 def test_wgmma_block_gemm_ptx(fmt, dtype, block):
-    """fc1 / fc2 with gemm='wgmma': sm_90a, m64nBk16 in pairs (two a chunk), the async-proxy
-    fence and a barrier a chunk, no local memory; the local ptxas keeps the wgmma
-    asynchronous (no serialization warning) with no stack frame or spills."""
+    """fc1 / fc2 with gemm='wgmma': sm_90a, m64nBk16 in pairs (two a 32-K chunk, packed
+    rows: B = 128) or fours (four a 64-K v2 k-tile: B <= 64, 16-byte weight loads and
+    16-byte B stores), the async-proxy fence and a barrier a chunk, no local memory;
+    the local ptxas keeps the wgmma asynchronous (no serialization warning) with no
+    stack frame or spills."""
     from pymoe import geometry as geo
     from pymoe.cuda import launch
     if launch.SIM:
@@ -362,10 +364,13 @@ def test_wgmma_block_gemm_ptx(fmt, dtype, block):
         ptx, _ = launch.compile_ptx(key, (9, 0))
         assert ".target sm_90a" in ptx
         n = ptx.count(f"wgmma.mma_async.sync.aligned.m64n{block}k16.f32.{ab}.{ab}")
-        assert n >= 2 and n % 2 == 0, n                  # two a chunk (LLVM may peel)
+        v2 = geo.gemm_reads_v2("wgmma", block)
+        per = 4 if v2 else 2                             # a k-tile / chunk (LLVM may peel)
+        assert n >= per and n % per == 0, n
         assert "fence.proxy.async.shared::cta" in ptx and "bar.sync" in ptx
         assert "wgmma.wait_group.sync.aligned 0" in ptx
-        assert "st.shared.v2.u32" in ptx and ".local" not in ptx
+        assert ("st.shared.v4.u32" if v2 else "st.shared.v2.u32") in ptx
+        assert "ld.global.nc.v4.u32" in ptx and ".local" not in ptx
         rep = assemble(ptx, arch="sm_90a")
         if rep is not None:
             assert "0 bytes stack frame, 0 bytes spill" in rep, rep

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from numba import cuda, float32, int64
 
-from ...geometry import LaunchKey, is_gated
+from ...geometry import LaunchKey, gemm_reads_v2, is_gated
 from .common import (THREADS, TILE_ROWS, activation_code, make_fc1_epilogue, shape_of)
 from .gemm import make_tile_gemm
 from .intrinsics import act_code, make_act_io
@@ -60,6 +60,7 @@ def build(key: LaunchKey) -> KernelSpec:
                     v = epi(acc[m * TILE_ROWS + c], up, e, n, g13, b13)
                 store(out, slot * inter + n, v)
 
+    sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
-                               "u4[]", "u1[]", "f4[]", "f4[]", "f4[]", act_code(key.dtype)),
+                               "u4[]", sarg, "f4[]", "f4[]", "f4[]", act_code(key.dtype)),
                       THREADS, arch_specific=key.gemm == "wgmma")

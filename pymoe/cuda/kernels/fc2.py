@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint64
 
-from ...geometry import COMBINE_MAX_K, COMBINE_VEC, LaunchKey
+from ...geometry import COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_reads_v2
 from .common import (THREADS, TILE_ROWS, activation_code, make_fc2_epilogue, shape_of)
 from .gemm import make_tile_gemm
 from .intrinsics import act_code, make_act_io
@@ -48,8 +48,9 @@ def build(key: LaunchKey) -> KernelSpec:
             if n < hid and r < n_routes:
                 route_out[r * hid + n] = epi(acc[idx], e, n, r, tw, g2, b2)
 
+    sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
-                               "u4[]", "u1[]",
+                               "u4[]", sarg,
                                "f4[]", "f4[]", "f4[]", "f4[]"), THREADS,
                       arch_specific=key.gemm == "wgmma")
 

@@ -3,13 +3,15 @@
     gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
 
 'mma': tensor cores (gemm_mma, a = activations as uint32 words); 'wgmma':
-Hopper's warpgroup MMA (gemm_wgmma, sm_90a, uint32 words too); 'fma': CUDA
+Hopper's warpgroup MMA (sm_90a, uint32 words too): gemm_wgmma_v2 on weight
+layout v2 (w, s = v2 words and scale words) for blocks up to 64 routes,
+gemm_wgmma on the packed rows for 128 (geometry.gemm_reads_v2); 'fma': CUDA
 cores (gemm_fma, a = the 16-bit activations; what the simulator runs).
 """
 from __future__ import annotations
 
-from ...geometry import LaunchKey
-from . import gemm_fma, gemm_mma, gemm_wgmma
+from ...geometry import LaunchKey, gemm_reads_v2
+from . import gemm_fma, gemm_mma, gemm_wgmma, gemm_wgmma_v2
 from .common import Shape
 
 __all__ = ["make_tile_gemm"]
@@ -18,6 +20,8 @@ __all__ = ["make_tile_gemm"]
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     if key.gemm == "mma":
         return gemm_mma.make_tile_gemm(key, sh, block, gather_tokens)
+    if gemm_reads_v2(key.gemm, block):
+        return gemm_wgmma_v2.make_tile_gemm(key, sh, block, gather_tokens)
     if key.gemm == "wgmma":
         return gemm_wgmma.make_tile_gemm(key, sh, block, gather_tokens)
     if key.gemm == "fma":

@@ -233,7 +233,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         wait0()
         if in_acc:
             cuda.syncthreads()                          # the ring is acc_tile: all read
-        store_acc_t(acc_tile, int64(2 * t) * TILE_ROWS + 16 * warp + g, TILE_ROWS, acc)
+        store_acc_t(acc_tile, int64(2 * t) * TILE_ROWS + 16 * warp + g, TILE_ROWS, float32(1.0),
+                    acc)
         cuda.syncthreads()
 
     return gemm

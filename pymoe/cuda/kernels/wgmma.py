@@ -19,11 +19,12 @@ they read and write are pymoe/ref/wgmma.py, their NumPy twin.
     wgmma_desc(saddr, lbo, sbo)   the no-swizzle descriptor of a B image at shared
                                address saddr (pymoe.ref.wgmma.descriptor is its twin)
     store_acc(arr, base, acc)  arr[base + i] = acc[i] (float32 array, every i)
-    store_acc_t(arr, base, stride, acc)
+    store_acc_t(arr, base, stride, mult, acc)
                                D stored transposed, columns as rows: acc[4j + v]
-                               -> arr[base + (8j + v % 2) stride + 8 (v // 2)]; with
-                               base = 2q stride + 16w + g that is arr[col * stride +
-                               row] for the thread's (row, col) of D
+                               * mult -> arr[base + (8j + v % 2) stride + 8 (v // 2)];
+                               with base = 2q stride + 16w + g that is arr[col *
+                               stride + row] for the thread's (row, col) of D
+    make_store_acc_t(hi)       -> the same with row g + 8 of D at + hi, not + 8
 
 Kernels that use them compile for sm_90a (KernelSpec.arch_specific).  The
 accumulator tuple is tied to the asm's outputs, so it stays in registers; every
@@ -39,7 +40,7 @@ from .ptx import _asm, _void_asm
 
 __all__ = ["wgmma_fence", "wgmma_commit", "make_wgmma_wait", "fence_proxy_async",
            "make_acc_fill", "make_wgmma_rs", "wgmma_desc", "store_acc", "store_acc_t",
-           "WGMMA_N"]
+           "make_store_acc_t", "WGMMA_N"]
 
 WGMMA_N = tuple(range(8, 257, 8))        # the n of m64nNk16 (dense bf16 / f16)
 _F32 = ir.FloatType()
@@ -167,25 +168,34 @@ def store_acc(typingctx, arr, base, acc):
     return types.void(arr, base, acc), codegen
 
 
-@intrinsic
-def store_acc_t(typingctx, arr, base, stride, acc):
-    """arr[base + (8j + v % 2) * stride + 8 * (v // 2)] = acc[4j + v] (constant
-    offsets times a runtime stride; the tuple stays in registers)."""
-    if not (isinstance(arr, types.Array) and arr.dtype == types.float32
-            and isinstance(base, types.Integer) and isinstance(stride, types.Integer)
-            and isinstance(acc, types.UniTuple)):
-        return None
-    count = acc.count
+def make_store_acc_t(hi: int = 8):
+    """store(arr, base, stride, mult, acc): arr[base + (8j + v % 2) stride +
+    hi (v // 2)] = acc[4j + v] * mult (constant offsets times a runtime stride;
+    the tuple stays in registers).  hi is where the thread's second row (g + 8
+    of D) goes: 8 for D's own rows, 32 for a gated v2 tile (gate rows 0..31 of
+    the CTA's tile, up rows 32..63).  mult = 1.0 folds away."""
+    @intrinsic
+    def store(typingctx, arr, base, stride, mult, acc):
+        if not (isinstance(arr, types.Array) and arr.dtype == types.float32
+                and isinstance(base, types.Integer) and isinstance(stride, types.Integer)
+                and isinstance(mult, types.Float) and isinstance(acc, types.UniTuple)):
+            return None
+        count = acc.count
 
-    def codegen(context, builder, signature, args):
-        a = context.make_array(signature.args[0])(context, builder, value=args[0])
-        b = context.cast(builder, args[1], signature.args[1], types.int64)
-        st = context.cast(builder, args[2], signature.args[2], types.int64)
-        for i in range(count):
-            j, v = divmod(i, 4)
-            off = builder.add(builder.mul(st, ir.Constant(_I64, 8 * j + v % 2)),
-                              ir.Constant(_I64, 8 * (v // 2)))
-            p = builder.gep(a.data, [builder.add(b, off)])
-            builder.store(builder.extract_value(args[3], i), p)
-        return context.get_dummy_value()
-    return types.void(arr, base, stride, acc), codegen
+        def codegen(context, builder, signature, args):
+            a = context.make_array(signature.args[0])(context, builder, value=args[0])
+            b = context.cast(builder, args[1], signature.args[1], types.int64)
+            st = context.cast(builder, args[2], signature.args[2], types.int64)
+            f = context.cast(builder, args[3], signature.args[3], types.float32)
+            for i in range(count):
+                j, v = divmod(i, 4)
+                off = builder.add(builder.mul(st, ir.Constant(_I64, 8 * j + v % 2)),
+                                  ir.Constant(_I64, hi * (v // 2)))
+                p = builder.gep(a.data, [builder.add(b, off)])
+                builder.store(builder.fmul(builder.extract_value(args[4], i), f), p)
+            return context.get_dummy_value()
+        return types.void(arr, base, stride, mult, acc), codegen
+    return store
+
+
+store_acc_t = make_store_acc_t(8)

@@ -1,0 +1,250 @@
+"""The block GEMM on wgmma reading weight layout v2 (pymoe/ref/layout.py): the
+wgmma GEMM for blocks of up to 64 routes (``geometry.gemm_reads_v2``).
+
+Same contract as gemm_wgmma.make_tile_gemm, except that ``w`` / ``s`` are the
+experts' v2 words and v2 scale words (DeviceWeights.w13_v2 / w13_v2_scales,
+w2_v2 / w2_v2_scales):
+
+    gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
+
+leaves acc_tile[m * TILE_ROWS + lr] = sum_k act[m, k] * W[row(lr), k] for the B
+routes m of block ``blk`` and the tile's 64 local rows lr (common.make_row_map:
+gated w13 tiles hold 32 gate rows, then the 32 up rows of the same columns).
+
+Data path (pymoe/ref/wgmma.py v2_a_fragments / v2_b_image, checked on the CPU;
+tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
+- A: warp w takes v2 row tile 4 (n0 / tn) + w (a gated tile: gate rows of 8
+  columns as its rows 0..7, their up rows as 8..15, so the CTA's four tiles are
+  the same 32 columns as the packed tile; otherwise 16 rows).  A lane loads its
+  16 bytes of a k-tile (64 K) with one ld.global.nc.v4 and decodes word s into
+  k-step s's four A registers as they are (decode.make_decoder: shifts and
+  masks, FP4 x 2^-126 / 2^-14), then multiplies them to value x scale: MXFP4 by
+  2^126 (2^14) and by the E8M0 value (two packed multiplies, exact where
+  geometry.wgmma_scale_fold_ok); NVFP4 by the E4M3 value x 2^116 (2^7) in one,
+  the 2^10 (2^7) left over taken out of the fp32 accumulators at the end.
+- B: a k-tile's image is 4 k-step images (K-major, no swizzle, lbo 128, sbo 256)
+  of the block's routes in v2's K order: a route's 16 values of k-step s as 8
+  words x0..x7 are core rows (x0, x2, x4, x6) and (x1, x3, x5, x7), two 16-byte
+  shared stores, no byte permutes.  Threads 2m, 2m + 1 stage route m's k-steps
+  0-1 and 2-3 (4 x 16-byte loads each; zeros past K and in padding).
+- Ring of WGMMA_V2_RING k-tile images, one barrier a k-tile (as gemm_wgmma):
+  iteration c waits (k-tile c's image written, every warp past k-tile c - 2),
+  waits for its own k-tile c - 1 (the A registers are written next), decodes and
+  issues k-tile c's 4 wgmma, loads k-tile c + 2's weights, stores k-tile c + 1's
+  activations (loaded an iteration earlier) into the slot k-tile c - 2 read and
+  loads k-tile c + 2's.  Slots are counters, descriptors the ring's plus an
+  offset.  Every global load has a whole iteration to land.
+A tile index past the projection's row tiles is clamped to the last one; its
+rows are past the outputs, which the epilogues never read.
+"""
+from __future__ import annotations
+
+from numba import cuda, float32, int32, int64, uint32
+
+from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_RING, LaunchKey, is_gated, v2_k_tiles,
+                         v2_row_tiles, v2_scale_bytes)
+from .common import THREADS, TILE_ROWS, Shape, make_round_pair, tile_roles
+from .decode import M14, M126, make_decoder
+from .gemm_mma import make_route_row
+from .intrinsics import as_bits
+from .ptx import f2h, gaddr, ld_nc1, ld_nc4, mul2_bf16, mul2_f16, smem_u32, sts4
+from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
+                    make_wgmma_wait, wgmma_commit, wgmma_desc, wgmma_fence)
+
+__all__ = ["make_tile_gemm"]
+
+LBO = 128               # bytes between the two K core matrices of a k-step image
+SBO = 256               # bytes between groups of 8 routes
+KT_WORDS = 128          # uint32 words of one v2 tile (32 lanes x 16 bytes)
+
+
+def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
+    """The v2 twin of gemm_wgmma.make_tile_gemm (see the module docstring)."""
+    bf16 = key.dtype == "bfloat16"
+    nv = sh.nv
+    b = block
+    assert b <= 64 and b % 8 == 0, b
+    which = "w13" if gather_tokens else "w2"
+    gated = gather_tokens and is_gated(key.activation)
+    on_input = tile_roles(key, gather_tokens)[0]
+    kdim = sh.k
+    kt_n = v2_k_tiles(kdim)
+    ntr = v2_row_tiles(which, key.activation, key.hidden_size, key.intermediate_size)
+    tn = GEMM_TILE_ROWS // 2 if gated else GEMM_TILE_ROWS   # output columns a tile
+    sw = v2_scale_bytes(key.format) // 4                   # scale words a v2 tile
+    step_b = 32 * b                                        # one k-step's image, bytes
+    img = 4 * step_b                                       # one k-tile's image
+    ring = WGMMA_V2_RING
+    assert ring >= 3
+    ring_words = ring * img // 4 + 32                      # + 128 bytes to align
+    kw_tail = kdim % 64 != 0
+    decode = make_decoder(key.dtype)
+    mul2 = mul2_bf16 if bf16 else mul2_f16
+    bias16 = uint32(M126 if bf16 else M14)
+    # NVFP4: the table holds E4M3 x 2^116 (bf16) / 2^7 (fp16), one multiply; the
+    # products are 2^-10 / 2^-7 of their value until the accumulators are scaled
+    nvmul = float32(2.0 ** 116 if bf16 else 128.0)
+    post = float32((1024.0 if bf16 else 128.0) if nv else 1.0)
+    fill = make_acc_fill(b)
+    mma = make_wgmma_rs(b, key.dtype)
+    wait0 = make_wgmma_wait(0)
+    store_acc = make_store_acc_t(TILE_ROWS // 2 if gated else 8)
+    round_pair = make_round_pair(key.dtype)
+    route_row = make_route_row(key, block, gather_tokens)
+
+    @cuda.jit(device=True, inline=True)
+    def load_w(c, wb, sb, w, s):
+        """k-tile c's 4 weight words of this lane and its scale word(s) (NVFP4:
+        rows g and g + 8; MXFP4: both rows in one); c clamped to the last."""
+        cc = min(c, kt_n - 1)
+        w0, w1, w2, w3 = ld_nc4(w, wb + cc * KT_WORDS)
+        s0 = ld_nc1(s, sb + cc * sw)
+        s1 = s0 >> uint32(16)
+        if nv:
+            s1 = ld_nc1(s, sb + cc * sw + 1)
+        return w0, w1, w2, w3, s0, s1
+
+    @cuda.jit(device=True, inline=True)
+    def a_regs(ww, st, sa, sc, s2):
+        """k-step st's A registers (rows g, g + 8) from word ww, scaled."""
+        d0, d1, d2, d3 = decode(ww)
+        if nv:
+            fg = s2[(sa >> uint32(8 * st)) & uint32(255)]
+            fu = s2[(sc >> uint32(8 * st)) & uint32(255)]
+            return mul2(d0, fg), mul2(d1, fu), mul2(d2, fg), mul2(d3, fu)
+        fg = s2[(sa >> uint32(8 * (st // 2))) & uint32(255)]
+        fu = s2[(sc >> uint32(8 * (st // 2))) & uint32(255)]
+        return (mul2(mul2(d0, bias16), fg), mul2(mul2(d1, bias16), fu),
+                mul2(mul2(d2, bias16), fg), mul2(mul2(d3, bias16), fu))
+
+    @cuda.jit(device=True, inline=True)
+    def load8(a, src, avec):
+        """4 activation words (8 values) at word src: one 16-byte load when the
+        activations' base is 16-byte aligned (rows and 8-value groups are, since
+        K % 8 == 0), else four 4-byte loads."""
+        if avec:
+            return ld_nc4(a, src)
+        return ld_nc1(a, src), ld_nc1(a, src + 1), ld_nc1(a, src + 2), ld_nc1(a, src + 3)
+
+    @cuda.jit(device=True, inline=True)
+    def load_x(c, off, hh, mult, a, avec):
+        """The 16 activation words (k-steps 2hh, 2hh + 1 of k-tile c) of one route
+        row at word offset off (< 0: padding): zeros past K or in padding."""
+        z = uint32(0)
+        x0 = x1 = x2 = x3 = x4 = x5 = x6 = x7 = z
+        y0 = y1 = y2 = y3 = y4 = y5 = y6 = y7 = z
+        k0 = c * 64 + 32 * hh
+        if off >= 0 and k0 < kdim:
+            src = off + c * 32 + 16 * hh
+            x0, x1, x2, x3 = load8(a, src, avec)
+            if not kw_tail or k0 + 8 < kdim:
+                x4, x5, x6, x7 = load8(a, src + 4, avec)
+            if not kw_tail or k0 + 16 < kdim:
+                y0, y1, y2, y3 = load8(a, src + 8, avec)
+            if not kw_tail or k0 + 24 < kdim:
+                y4, y5, y6, y7 = load8(a, src + 12, avec)
+            if on_input:
+                x0 = round_pair(x0, mult)
+                x1 = round_pair(x1, mult)
+                x2 = round_pair(x2, mult)
+                x3 = round_pair(x3, mult)
+                x4 = round_pair(x4, mult)
+                x5 = round_pair(x5, mult)
+                x6 = round_pair(x6, mult)
+                x7 = round_pair(x7, mult)
+                y0 = round_pair(y0, mult)
+                y1 = round_pair(y1, mult)
+                y2 = round_pair(y2, mult)
+                y3 = round_pair(y3, mult)
+                y4 = round_pair(y4, mult)
+                y5 = round_pair(y5, mult)
+                y6 = round_pair(y6, mult)
+                y7 = round_pair(y7, mult)
+        return x0, x1, x2, x3, x4, x5, x6, x7, y0, y1, y2, y3, y4, y5, y6, y7
+
+    @cuda.jit(device=True, inline=True)
+    def store_x(row, x):
+        """k-steps 2hh, 2hh + 1 of one route: row is its core row 0 address in
+        k-step 2hh (core row 1 at + LBO, the next k-step at + step_b)."""
+        x0, x1, x2, x3, x4, x5, x6, x7, y0, y1, y2, y3, y4, y5, y6, y7 = x
+        sts4(row, x0, x2, x4, x6)
+        sts4(row + uint32(LBO), x1, x3, x5, x7)
+        sts4(row + uint32(step_b), y0, y2, y4, y6)
+        sts4(row + uint32(step_b + LBO), y1, y3, y5, y7)
+
+    @cuda.jit(device=True, inline=True)
+    def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        lane = tid % 32
+        g = lane // 4
+        t = lane % 4
+        rb = cuda.shared.array(ring_words, uint32)      # the B image ring
+        s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
+        for i in range(tid, 256, THREADS):
+            v = lut[i] * float32(4.0)
+            if nv:
+                v *= nvmul
+            h = uint32(as_bits(v) >> 16) if bf16 else f2h(v)
+            s2[i] = h | (h << uint32(16))
+        m = tid >> 1
+        hh = tid & 1
+        stager = tid < 2 * b
+        off = int64(-1)
+        mult = float32(1.0)
+        if stager:
+            off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
+        base = smem_u32(rb)
+        ring_base = (base + uint32(127)) & uint32(0xFFFFFF80)
+        xrow = ring_base + uint32(2 * hh * step_b + (m >> 3) * SBO + (m & 7) * 16)
+        tile = min(int64(n0 // tn) * 4 + warp, ntr - 1)
+        tix = (e * ntr + tile) * kt_n
+        wb = tix * KT_WORDS + lane * 4
+        sb = tix * sw + (2 * g if nv else g)
+        avec = (gaddr(a, 0) & 15) == 0
+        # prologue: k-tiles 0 .. ring-3 staged, k-tile ring-2's activations and
+        # k-tiles 0, 1's weights in registers
+        if stager:
+            for c0 in range(ring - 2):
+                store_x(xrow + uint32(c0 * img), load_x(c0, off, hh, mult, a, avec))
+        xn = load_x(ring - 2, off, hh, mult, a, avec)
+        cuda.syncthreads()                              # s2
+        wa0, wa1, wa2, wa3, sa0, sa1 = load_w(0, wb, sb, w, s)
+        wn0, wn1, wn2, wn3, sn0, sn1 = load_w(1, wb, sb, w, s)
+        acc = fill(float32(0.0))
+        # descriptors: the start address is the low 14 bits (16-byte units) and
+        # shared addresses stay below 256 KB, so a k-step's descriptor is the
+        # ring's plus its offset / 16, no carry out of the field
+        dring = wgmma_desc(ring_base, LBO, SBO)
+        cur = uint32(0)                 # ring slot of k-tile c
+        nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
+        for c in range(kt_n):
+            fence_proxy_async()
+            cuda.syncthreads()
+            wait0()                     # k-tile c-1 done: its A registers are free
+            p00, p01, p02, p03 = a_regs(wa0, 0, sa0, sa1, s2)
+            p10, p11, p12, p13 = a_regs(wa1, 1, sa0, sa1, s2)
+            p20, p21, p22, p23 = a_regs(wa2, 2, sa0, sa1, s2)
+            p30, p31, p32, p33 = a_regs(wa3, 3, sa0, sa1, s2)
+            d = dring + int64(cur * uint32(img // 16))
+            wgmma_fence()
+            acc = mma(acc, p00, p01, p02, p03, d, int32(1))
+            acc = mma(acc, p10, p11, p12, p13, d + step_b // 16, int32(1))
+            acc = mma(acc, p20, p21, p22, p23, d + 2 * step_b // 16, int32(1))
+            acc = mma(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
+            wgmma_commit()
+            wa0, wa1, wa2, wa3, sa0, sa1 = wn0, wn1, wn2, wn3, sn0, sn1
+            wn0, wn1, wn2, wn3, sn0, sn1 = load_w(c + 2, wb, sb, w, s)
+            cs = c + ring - 2
+            if cs < kt_n:
+                if stager:
+                    store_x(xrow + nxt * uint32(img), xn)
+                xn = load_x(cs + 1, off, hh, mult, a, avec)
+            cur = uint32(0) if cur == uint32(ring - 1) else cur + uint32(1)
+            nxt = uint32(0) if nxt == uint32(ring - 1) else nxt + uint32(1)
+        wait0()
+        lr = (8 * warp + g) if gated else (16 * warp + g)
+        store_acc(acc_tile, int64(2 * t) * TILE_ROWS + lr, TILE_ROWS, post, acc)
+        cuda.syncthreads()
+
+    return gemm

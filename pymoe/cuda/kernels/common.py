@@ -22,12 +22,12 @@ from numba import cuda, float32, int64, uint32
 from ... import formats
 from ...geometry import (GEMM_THREADS, GEMM_TILE_ROWS, LaunchKey, fc1_rows, is_gated,
                          padded_k)
-from .intrinsics import act_code, as_float, f32_to_bf16, fp4_quarters, sigmoid
+from .intrinsics import SIM, act_code, as_float, f32_to_bf16, fp4_quarters, sigmoid
 from .ptx import f2h, h2f
 
 __all__ = ["scale_lut", "Shape", "shape_of", "fill_tables",
            "make_fc1_epilogue", "make_round_pair", "make_fc2_epilogue", "make_row_map", "tile_roles",
-           "activation_code", "activation_arg", "SROW"]
+           "activation_code", "activation_arg", "SROW", "M126", "M14", "make_decoder"]
 
 THREADS = GEMM_THREADS
 TILE_ROWS = GEMM_TILE_ROWS
@@ -191,3 +191,31 @@ def activation_code(key: LaunchKey) -> str:
 def activation_arg(kernel, a):
     """``a`` as the kernel's first argument wants it (a uint32 view for 'u4[]')."""
     return a.reshape(-1).view(np.uint32) if kernel.spec.argtypes[0] == "u4[]" else a
+
+# ---- weight layout v2's decoder (the decode kernels and the v2 wgmma GEMM)
+M126 = 0x7E807E80                           # bf16x2 2^126
+M14 = 0x74007400                            # f16x2 2^14
+_v2_fn = (cuda.jit(device=True, inline=True) if SIM
+          else cuda.jit(device=True, forceinline=True))
+
+
+def make_decoder(dtype: str):
+    """decode(w) -> (d0, d1, d2, d3): the 16-bit pairs of one v2 word, FP4 x 2^-126
+    (bf16) or x 2^-14 (fp16); the twin of pymoe.ref.layout.decode_pairs."""
+    if dtype == "bfloat16":
+        @_v2_fn
+        def decode(w):
+            mag, sgn, both = uint32(0x01C001C0), uint32(0x80008000), uint32(0x81C081C0)
+            return (w & both,
+                    ((w << uint32(3)) & mag) | ((w << uint32(5)) & sgn),
+                    (w << uint32(6)) & both,
+                    ((w >> uint32(6)) & mag) | ((w << uint32(4)) & sgn))
+    else:
+        @_v2_fn
+        def decode(w):
+            mag, sgn = uint32(0x0E000E00), uint32(0x80008000)
+            return (((w << uint32(3)) & mag) | (w & sgn),
+                    ((w << uint32(6)) & mag) | ((w << uint32(5)) & sgn),
+                    ((w << uint32(9)) & mag) | ((w << uint32(6)) & sgn),
+                    ((w >> uint32(3)) & mag) | ((w << uint32(4)) & sgn))
+    return decode

@@ -46,7 +46,7 @@ from ...geometry import (DECODE_NTILES, DECODE_ROUTE_CAP, DECODE_WARPS, V2_LANE_
                          decode_row_group, is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from ...dtypes import round_to
 from ...ref.layout import decode_pairs
-from .common import make_fc1_epilogue, make_fc2_epilogue, make_round_pair
+from .common import M14, M126, make_decoder, make_fc1_epilogue, make_fc2_epilogue, make_round_pair
 from .intrinsics import SIM, act_code, bf16_to_f32, f32_to_bf16, make_act_io
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_commit, f2h, gaddr, h2f, ld_nc2,
                   lds1, lds2, lds4, make_cp_wait, mma_bf16, mma_f16, mul2_bf16, mul2_f16,
@@ -66,30 +66,6 @@ device_fn = cuda.jit(device=True, inline=True) if SIM else cuda.jit(device=True,
 assert DECODE_NTILES == 2, "the fragment code below is written out for 2 n-tiles"
 assert DECODE_WARPS == 2 * DECODE_NTILES, "the epilogue: warp w stores entries (w // 2, w % 2)"
 SLOTS = 8 * DECODE_NTILES                   # routes per pass
-M126 = 0x7E807E80                           # bf16x2 2^126
-M14 = 0x74007400                            # f16x2 2^14
-
-
-def make_decoder(dtype: str):
-    """decode(w) -> (d0, d1, d2, d3): the 16-bit pairs of one v2 word, FP4 x 2^-126
-    (bf16) or x 2^-14 (fp16); the twin of pymoe.ref.layout.decode_pairs."""
-    if dtype == "bfloat16":
-        @device_fn
-        def decode(w):
-            mag, sgn, both = uint32(0x01C001C0), uint32(0x80008000), uint32(0x81C081C0)
-            return (w & both,
-                    ((w << uint32(3)) & mag) | ((w << uint32(5)) & sgn),
-                    (w << uint32(6)) & both,
-                    ((w >> uint32(6)) & mag) | ((w << uint32(4)) & sgn))
-    else:
-        @device_fn
-        def decode(w):
-            mag, sgn = uint32(0x0E000E00), uint32(0x80008000)
-            return (((w << uint32(3)) & mag) | (w & sgn),
-                    ((w << uint32(6)) & mag) | ((w << uint32(5)) & sgn),
-                    ((w << uint32(9)) & mag) | ((w << uint32(6)) & sgn),
-                    ((w >> uint32(3)) & mag) | ((w << uint32(4)) & sgn))
-    return decode
 
 
 def _build(key: LaunchKey, which: str) -> KernelSpec:

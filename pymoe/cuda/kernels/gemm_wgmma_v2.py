@@ -43,8 +43,8 @@ from numba import cuda, float32, int32, int64, uint32
 
 from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_RING, LaunchKey, is_gated, v2_k_tiles,
                          v2_row_tiles, v2_scale_bytes)
-from .common import THREADS, TILE_ROWS, Shape, make_round_pair, tile_roles
-from .decode import M14, M126, make_decoder
+from .common import (M14, M126, THREADS, TILE_ROWS, Shape, make_decoder, make_round_pair,
+                     tile_roles)
 from .gemm_mma import make_route_row
 from .intrinsics import as_bits
 from .ptx import f2h, gaddr, ld_nc1, ld_nc4, mul2_bf16, mul2_f16, smem_u32, sts4

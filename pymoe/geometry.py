@@ -110,11 +110,15 @@ WGMMA_RING = 4
 WGMMA_V2_RING = 3
 WGMMA_V2_MAX_BLOCK = 64
 # wgmma folds MXFP4's E8M0 scale into the 16-bit weights (exact packed
-# multiply): exact when 2^(byte - 127) times every E2M1 value (0.5 .. 6) is a
-# finite dtype value on its grid: bf16 for bytes 0 .. 252, fp16 for 104 .. 140
-# (0.5 * 2^-23 = fp16's least subnormal, 6 * 2^13 < 65504).  Byte 255 (NaN)
-# gives NaN either way.
-WGMMA_FOLD_BYTES = {"bfloat16": (0, 252), "float16": (104, 140)}
+# multiply).  fp16: 2^(byte - 127) times every E2M1 value (0.5 .. 6) is a finite
+# fp16 value on its grid for bytes 104 .. 140 (0.5 * 2^-23 = fp16's least
+# subnormal, 6 * 2^13 < 65504).  bf16: the v2 GEMM multiplies the decoder's FP4 x
+# 2^-126 by the table value 2^(byte - 9) once (the accumulators take back 2^8):
+# the table value is finite up to byte 136 and every product FP4 x 2^(byte - 135)
+# is on bf16's grid from byte 3 (0.5 x 2^-132 = 2^-133, its least subnormal);
+# the packed-row GEMM (B = 128) multiplies FP4 by 2^(byte - 127), exact on 0 ..
+# 252, so 3 .. 136 serves both.  Byte 255 (NaN) gives NaN either way.
+WGMMA_FOLD_BYTES = {"bfloat16": (3, 136), "float16": (104, 140)}
 
 # gpt-oss's swigluoai constants (model.py): gate * sigmoid(1.702 * gate) * (up + 1)
 # with gate <= 7 and |up| <= 7.

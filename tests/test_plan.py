@@ -290,8 +290,9 @@ def test_auto_gemm_choice_by_device_and_weights():
     assert pick("auto", None, "mxfp4", "bfloat16", None) == ("mma",)      # no device
     assert pick("auto", (8, 9), "mxfp4", "bfloat16", (120, 130)) == ("mma",)
     assert pick("auto", (10, 0), "nvfp4", "bfloat16", None) == ("mma",)   # no wgmma on sm_100
-    assert pick("auto", (9, 0), "mxfp4", "bfloat16", (0, 252)) == ("wgmma",)
-    assert pick("auto", (9, 0), "mxfp4", "bfloat16", (0, 253)) == ("mma",)
+    assert pick("auto", (9, 0), "mxfp4", "bfloat16", (3, 136)) == ("wgmma",)
+    assert pick("auto", (9, 0), "mxfp4", "bfloat16", (3, 137)) == ("mma",)
+    assert pick("auto", (9, 0), "mxfp4", "bfloat16", (2, 136)) == ("mma",)
     assert pick("auto", (9, 0), "mxfp4", "float16", (104, 140)) == ("wgmma",)
     assert pick("auto", (9, 0), "mxfp4", "float16", (103, 140)) == ("mma",)
     assert pick("auto", (9, 0), "nvfp4", "float16", (0, 254)) == ("wgmma",)

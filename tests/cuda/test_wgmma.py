@@ -383,14 +383,27 @@ def test_wgmma_block_gemm_ptx(fmt, dtype, block):
 def test_wgmma_fold_range_is_where_every_product_is_exact(dtype):
     """geometry.WGMMA_FOLD_BYTES against ml_dtypes (an independent oracle): an
     E8M0 byte folds exactly iff every E2M1 value times 2^(byte - 127) survives
-    the round trip through the dtype."""
+    the round trip through the dtype, and for bf16 also the v2 GEMM's one
+    multiply: the decoder's FP4 x 2^-126 (a bf16 value) times the table's
+    2^(byte - 9), rounded once to bf16, is FP4 x 2^(byte - 135) exactly, with
+    a finite table value."""
     ml = pytest.importorskip("ml_dtypes")
     from pymoe import geometry as geo
     np_dt = ml.bfloat16 if dtype == "bfloat16" else np.float16
     e2m1 = np.arange(16, dtype=np.uint8).view(ml.float4_e2m1fn).astype(np.float64)
+
+    def exact(v, want):
+        with np.errstate(over="ignore"):
+            return np.array_equal(np.asarray(v).astype(np_dt).astype(np.float64), want)
+
+    def v2_fold(byte):
+        if dtype != "bfloat16":
+            return True
+        d = (e2m1 * 2.0 ** -126).astype(np_dt).astype(np.float64)
+        t = 2.0 ** (byte - 9)
+        return exact([t], [t]) and exact(d * t, e2m1 * 2.0 ** (byte - 135))
     ok = [byte for byte in range(255)
-          if np.array_equal((e2m1 * 2.0 ** (byte - 127)).astype(np_dt).astype(np.float64),
-                            e2m1 * 2.0 ** (byte - 127))]
+          if exact(e2m1 * 2.0 ** (byte - 127), e2m1 * 2.0 ** (byte - 127)) and v2_fold(byte)]
     lo, hi = geo.WGMMA_FOLD_BYTES[dtype]
     assert ok == list(range(lo, hi + 1))
     assert geo.wgmma_scale_fold_ok("mxfp4", dtype, lo, hi)
@@ -418,7 +431,9 @@ def test_wgmma_gemm_refuses_scales_it_cannot_fold():
         check_gemm_scales(SimpleNamespace(scale_bytes=(120, 141)), key)
     check_gemm_scales(SimpleNamespace(scale_bytes=(120, 140)), key)
     from dataclasses import replace
-    check_gemm_scales(SimpleNamespace(scale_bytes=(120, 141)), replace(key, dtype="bfloat16"))
+    check_gemm_scales(SimpleNamespace(scale_bytes=(120, 136)), replace(key, dtype="bfloat16"))
+    with pytest.raises(ValueError, match=r"bytes 3\.\.136 .* span 120\.\.141"):
+        check_gemm_scales(SimpleNamespace(scale_bytes=(120, 141)), replace(key, dtype="bfloat16"))
     check_gemm_scales(SimpleNamespace(scale_bytes=(0, 254)), replace(key, gemm="mma"))
 
 

@@ -18,10 +18,11 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   the same 32 columns as the packed tile; otherwise 16 rows).  A lane loads its
   16 bytes of a k-tile (64 K) with one ld.global.nc.v4 and decodes word s into
   k-step s's four A registers as they are (decode.make_decoder: shifts and
-  masks, FP4 x 2^-126 / 2^-14), then multiplies them to value x scale: MXFP4 by
-  2^126 (2^14) and by the E8M0 value (two packed multiplies, exact where
-  geometry.wgmma_scale_fold_ok); NVFP4 by the E4M3 value x 2^116 (2^7) in one,
-  the 2^10 (2^7) left over taken out of the fp32 accumulators at the end.
+  masks, FP4 x 2^-126 / 2^-14), then multiplies them to value x scale in one
+  packed multiply by a table value: bf16 MXFP4 E8M0 x 2^118, NVFP4 E4M3 x 2^116
+  (bf16) / 2^7 (fp16), the 2^8 / 2^10 / 2^7 left over taken out of the fp32
+  accumulators at the end; fp16 MXFP4 in two (by 2^14, then the E8M0 value).
+  Exact where geometry.wgmma_scale_fold_ok.
 - B: a k-tile's image is 4 k-step images (K-major, no swizzle, lbo 128, sbo 256)
   of the block's routes in v2's K order: a route's 16 values of k-step s as 8
   words x0..x7 are core rows (x0, x2, x4, x6) and (x1, x3, x5, x7), two 16-byte
@@ -85,6 +86,11 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     # products are 2^-10 / 2^-7 of their value until the accumulators are scaled
     nvmul = float32(2.0 ** 116 if bf16 else 128.0)
     post = float32((1024.0 if bf16 else 128.0) if nv else 1.0)
+    # MXFP4 in bf16: the table holds E8M0 x 2^118, one multiply, 2^-8 of the value
+    # (exact for bytes 3 .. 136: geometry.WGMMA_FOLD_BYTES)
+    fold1 = bf16 and not nv
+    if fold1:
+        post = float32(256.0)
     fill = make_acc_fill(b)
     mma = make_wgmma_rs(b, key.dtype)
     wait0 = make_wgmma_wait(0)
@@ -114,6 +120,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             return mul2(d0, fg), mul2(d1, fu), mul2(d2, fg), mul2(d3, fu)
         fg = s2[(sa >> uint32(8 * (st // 2))) & uint32(255)]
         fu = s2[(sc >> uint32(8 * (st // 2))) & uint32(255)]
+        if fold1:
+            return mul2(d0, fg), mul2(d1, fu), mul2(d2, fg), mul2(d3, fu)
         return (mul2(mul2(d0, bias16), fg), mul2(mul2(d1, bias16), fu),
                 mul2(mul2(d2, bias16), fg), mul2(mul2(d3, bias16), fu))
 
@@ -181,10 +189,20 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         t = lane % 4
         rb = cuda.shared.array(ring_words, uint32)      # the B image ring
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
+        # k-tiles 0, 1's weights first: in flight through the whole prologue
+        # (tables, route rows, the first activations)
+        tile = min(int64(n0 // tn) * 4 + warp, ntr - 1)
+        tix = (e * ntr + tile) * kt_n
+        wb = tix * KT_WORDS + lane * 4
+        sb = tix * sw + (2 * g if nv else g)
+        wa0, wa1, wa2, wa3, sa0, sa1 = load_w(0, wb, sb, w, s)
+        wn0, wn1, wn2, wn3, sn0, sn1 = load_w(1, wb, sb, w, s)
         for i in range(tid, 256, THREADS):
             v = lut[i] * float32(4.0)
             if nv:
                 v *= nvmul
+            if fold1:
+                v *= float32(2.0 ** 118)
             h = uint32(as_bits(v) >> 16) if bf16 else f2h(v)
             s2[i] = h | (h << uint32(16))
         m = tid >> 1
@@ -197,20 +215,14 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         base = smem_u32(rb)
         ring_base = (base + uint32(127)) & uint32(0xFFFFFF80)
         xrow = ring_base + uint32(2 * hh * step_b + (m >> 3) * SBO + (m & 7) * 16)
-        tile = min(int64(n0 // tn) * 4 + warp, ntr - 1)
-        tix = (e * ntr + tile) * kt_n
-        wb = tix * KT_WORDS + lane * 4
-        sb = tix * sw + (2 * g if nv else g)
         avec = (gaddr(a, 0) & 15) == 0
-        # prologue: k-tiles 0 .. ring-3 staged, k-tile ring-2's activations and
-        # k-tiles 0, 1's weights in registers
+        # prologue: k-tiles 0 .. ring-3 staged, k-tile ring-2's activations in
+        # registers
         if stager:
             for c0 in range(ring - 2):
                 store_x(xrow + uint32(c0 * img), load_x(c0, off, hh, mult, a, avec))
         xn = load_x(ring - 2, off, hh, mult, a, avec)
         cuda.syncthreads()                              # s2
-        wa0, wa1, wa2, wa3, sa0, sa1 = load_w(0, wb, sb, w, s)
-        wn0, wn1, wn2, wn3, sn0, sn1 = load_w(1, wb, sb, w, s)
         acc = fill(float32(0.0))
         # descriptors: the start address is the low 14 bits (16-byte units) and
         # shared addresses stay below 256 KB, so a k-step's descriptor is the

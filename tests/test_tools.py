@@ -1,6 +1,7 @@
 """The side-by-side device tools run here too (the reference backend, no GPU):
 tools/test_revs.sh (pytest on several trees / GEMMs at once) and
-tools/bench_revs.sh (bench per tree, GEMM and pinned block, one table)."""
+tools/bench_revs.sh (bench per tree, GEMM and pinned block, one table) and
+tools/ncu_source_top.py (the summary of tools/ncu_source.sh's ncu source page)."""
 import os
 import subprocess
 import sys
@@ -42,3 +43,20 @@ def test_bench_revs_table_per_gemm_and_block(tmp_path):
                 return "packed" if "packed" in f else "decode" if "decode" in f else None
     assert regime("worktree_fma", 2) == "decode"
     assert regime("worktree_fma_d0", 2) == "packed"          # the cut pinned to 0
+
+
+def test_ncu_source_top_ranks_instructions_and_opcodes(tmp_path):
+    """tools/ncu_source_top.py on a source page as ncu writes it (a banner line,
+    quoted fields, thousands separators, predicated opcodes)."""
+    p = tmp_path / "src.csv"
+    p.write_text('==PROF== banner\n'
+                 '"Address","Source","Warp Stall Sampling (All Samples)","stall_long_sb"\n'
+                 '"0x10","LDG.E.128 R4, [R2.64]","1,200","900"\n'
+                 '"0x20","@P0 BAR.SYNC 0x0","300","0"\n'
+                 '"0x30","LDG.E R5, [R2.64]","0","0"\n')
+    r = subprocess.run([sys.executable, "tools/ncu_source_top.py", str(p), "2"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "1500 samples" in r.stdout and "LDG=80.0% BAR=20.0%" in r.stdout
+    top = r.stdout.split("top 2 instructions:")[1].strip().splitlines()
+    assert len(top) == 2 and "stall_long_sb=900" in top[0] and "BAR.SYNC" in top[1]

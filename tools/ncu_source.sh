@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Where one kernel's warps stall, instruction by instruction (ncu's warp-state
+# sampling on the SASS): the top instructions by samples and the samples by
+# opcode, so a stall reason from tools/ncu_kernels.sh can be pinned to a load,
+# a barrier or a wgmma wait.
+#   tools/ncu_source.sh [PRESET=qwen3-30b-a3b] [TOKENS=4096] [SKIP=5]
+# SKIP: pymoe launches to skip before the one profiled (all pymoe kernels are
+# named "kernel"; a packed forward is route_pack, fc1, fc2, combine, and the bench's
+# first forward is a warm-up: SKIP=5 is the second forward's fc1, 6 its fc2).
+# Logs: ${OUT:-.}/src_T<T>.csv (ncu's source page) and src_T<T>.txt (the summary).
+set -u
+PRESET=${1:-qwen3-30b-a3b}; T=${2:-4096}; SKIP=${3:-${SKIP:-5}}
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+rep=${OUT:-.}/src_T$T
+timeout "${NT:-200}" "$NCU" --clock-control none -k regex:^kernel --launch-skip "$SKIP" \
+  --launch-count 1 --section SourceCounters --section WarpStateStats -f -o "$rep" \
+  python3 -m pymoe bench --preset "$PRESET" --tokens "$T" --mode eager --repeats 2 \
+  --no-progress > "$rep.log" 2>&1
+echo "== ncu rc=$? ($rep.log)"
+"$NCU" --import "$rep.ncu-rep" --page source --print-source sass --csv > "$rep.csv" 2> "$rep.err"
+echo "== source page rc=$? ($rep.err)"
+python3 "$(dirname "$0")/ncu_source_top.py" "$rep.csv" | tee "$rep.txt"

@@ -1,0 +1,55 @@
+"""Summarize ncu's source page (``ncu --import R --page source --print-source sass
+--csv``): the instructions with the most warp-state samples (with their stall
+columns that have any samples) and the samples summed by opcode.
+
+    python3 tools/ncu_source_top.py REPORT.csv [TOP=30]
+"""
+from __future__ import annotations
+
+import csv
+import re
+import sys
+from collections import Counter
+
+
+def _num(v: str) -> float:
+    try:
+        return float(v.replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    path, top = argv[0], int(argv[1]) if len(argv) > 1 else 30
+    with open(path, newline="") as f:
+        lines = [ln for ln in f if ln.count(",") >= 2]      # skip ncu's banner lines
+    rows = list(csv.DictReader(lines))
+    if not rows:
+        print(f"{path}: no rows (see the .err file next to it)")
+        return 1
+    cols = list(rows[0])
+    src = next((c for c in cols if c.strip().lower() in ("source", "sass")), cols[1])
+    addr = next((c for c in cols if "address" in c.lower()), cols[0])
+    total = next((c for c in cols if "sampling" in c.lower() and "all" in c.lower()),
+                 next((c for c in cols if "sampl" in c.lower()), None))
+    if total is None:
+        print(f"{path}: no sampling column among {cols}")
+        return 1
+    reasons = [c for c in cols if c.lower().startswith("stall") or "stall_" in c.lower()]
+    s_all = sum(_num(r[total]) for r in rows)
+    print(f"{len(rows)} instructions, {s_all:.0f} samples ({total})")
+    ops = Counter()
+    for r in rows:
+        m = re.match(r"\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", r[src])
+        ops[m.group(2) if m else "?"] += _num(r[total])
+    print("samples by opcode: " + " ".join(f"{o}={n / s_all:.1%}" for o, n in ops.most_common(16)))
+    print(f"top {top} instructions:")
+    for r in sorted(rows, key=lambda r: -_num(r[total]))[:top]:
+        why = " ".join(f"{c}={r[c]}" for c in reasons if _num(r[c]) > 0)
+        print(f"  {r[addr]:>8} {_num(r[total]) / s_all:6.1%}  {r[src].strip()[:60]:60}  {why[:120]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

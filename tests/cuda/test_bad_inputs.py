@@ -310,7 +310,8 @@ def test_misaligned_x_refused_in_the_packed_regime(gemm, launches, monkeypatch):
     """An x view that starts at an odd 16-bit element: the packed regime's
     tensor-core GEMMs read x as 32-bit words, so bind refuses it before any
     launch; the same view runs in the decode regime (16-bit or 8-byte loads by
-    the pointer's alignment) and, copied, in the packed one."""
+    the pointer's alignment) and, copied, in the packed one; a view 4-byte but not
+    16-byte aligned runs the GEMMs' 4-byte load path to the same bits."""
     cp = _cp()
     monkeypatch.setenv("PYMOE_GEMM", gemm)
     t = 80                                              # past the decode cut (k = 2)
@@ -331,6 +332,12 @@ def test_misaligned_x_refused_in_the_packed_regime(gemm, launches, monkeypatch):
     y_copy = pymoe.run(plan.bind(x=odd.copy(), **kw)).get()
     y = pymoe.run(plan.bind(x=aligned, **kw)).get()
     np.testing.assert_array_equal(y_copy, y)
+    # 4-byte aligned but not 16: the GEMMs' 4-byte activation loads (no 16-byte ones)
+    buf4 = cp.zeros(t * H + 8, cp.uint16)
+    x4 = buf4[2:2 + t * H].reshape(t, H)
+    x4[...] = aligned
+    assert x4.data.ptr % 16 and not x4.data.ptr % 4
+    np.testing.assert_array_equal(pymoe.run(plan.bind(x=x4, **kw)).get(), y)
     small = {n: (a[:12] if n.startswith("topk") else a) for n, a in kw.items()}
     s_odd = pymoe.run(plan.bind(x=odd[:12], **small)).get()     # decode: any alignment
     s = pymoe.run(plan.bind(x=aligned[:12], **small)).get()

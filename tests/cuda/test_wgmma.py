@@ -184,7 +184,7 @@ def test_wgmma_matches_numpy(dtype, n, scale_d):
 
 def _v2_kernel(n, dtype, fmt, kt):
     from numba import cuda, float32, int32, int64, uint32
-    from pymoe.cuda.kernels.decode import make_decoder
+    from pymoe.cuda.kernels.common import make_decoder
     from pymoe.cuda.kernels.ptx import ld_nc1, ld_nc4, mul2_bf16, mul2_f16, smem_u32, sts4
     from pymoe.cuda.kernels.wgmma import (fence_proxy_async, make_acc_fill, make_wgmma_rs,
                                           make_wgmma_wait, store_acc, wgmma_commit,

@@ -17,7 +17,7 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   columns as its rows 0..7, their up rows as 8..15, so the CTA's four tiles are
   the same 32 columns as the packed tile; otherwise 16 rows).  A lane loads its
   16 bytes of a k-tile (64 K) with one ld.global.nc.v4 and decodes word s into
-  k-step s's four A registers as they are (decode.make_decoder: shifts and
+  k-step s's four A registers as they are (common.make_decoder: shifts and
   masks, FP4 x 2^-126 / 2^-14), then multiplies them to value x scale in one
   packed multiply by a table value: bf16 MXFP4 E8M0 x 2^118, NVFP4 E4M3 x 2^116
   (bf16) / 2^7 (fp16), the 2^8 / 2^10 / 2^7 left over taken out of the fp32

@@ -394,7 +394,8 @@ class Plan:
                                 "keep every argument on one device")
         if kind == "device":
             dev = x.device.id
-            for name, a in (*arrays.items(), ("experts", experts.w13), ("scratch", scratch)):
+            ew_arr = experts.w13 if experts.w13 is not None else experts.w13_v2
+            for name, a in (*arrays.items(), ("experts", ew_arr), ("scratch", scratch)):
                 if a.device.id != dev:
                     raise ValueError(f"{name}: on device {a.device.id}, x on device {dev}"
                                      + ("; upload the weights to x's device with "
@@ -414,6 +415,7 @@ class Plan:
         keys = c.launch_keys(reg, b, gemm)
         if kind == "device":
             check_x_words(x, reg, keys)
+            check_packed_rows(experts, keys)
         views = {}
         for ts in shapes:
             pt = self.tensor(reg, ts.name)
@@ -455,6 +457,21 @@ def device_cc(x) -> tuple[int, int]:
     """Compute capability of the GPU holding CuPy array ``x``: "90" -> (9, 0)."""
     import cupy
     return tuple(int(v) for v in cupy.cuda.Device(x.device.id).compute_capability)
+
+
+def check_packed_rows(experts, keys) -> None:
+    """Raise (before any launch) when a kernel of ``keys`` reads the packed weight
+    rows and ``experts`` were uploaded without them (to_device(packed_rows=False))."""
+    if getattr(experts, "has_packed_rows", True):
+        return
+    for key in keys:
+        if key.kernel in ("fc1", "fc2") and not geo.gemm_reads_v2(key.gemm, key.block):
+            raise ValueError(
+                f"experts: uploaded with packed_rows=False (layout v2 only), but this "
+                f"call's {key.kernel} runs the {key.gemm} GEMM at block {key.block}, which "
+                "reads the packed rows (the wgmma GEMM reads v2 at blocks up to "
+                f"{geo.WGMMA_V2_MAX_BLOCK}); upload with pymoe.cuda.to_device(experts) "
+                "(packed_rows=True) for this GEMM or block")
 
 
 def check_x_words(x, regime: str, keys) -> None:

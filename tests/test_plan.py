@@ -336,3 +336,26 @@ def test_reachable_keys_cover_each_gemm_once(monkeypatch):
     monkeypatch.setenv("PYMOE_GEMM", "mma")
     with pytest.raises(ValueError, match="128 needs the wgmma GEMM"):
         b128.launch_keys("packed", 128)
+
+
+def test_check_packed_rows_refuses_gemms_that_read_them():
+    """Weights uploaded without the packed rows (to_device(packed_rows=False)):
+    bind refuses a call whose fc1 / fc2 GEMM reads them (mma, fma, wgmma at blocks
+    of 128), naming the GEMM, the block and the way out; the decode kernels and
+    the wgmma GEMM at blocks up to 64 (layout v2) pass, as do full uploads."""
+    from types import SimpleNamespace
+    from pymoe.plan import check_packed_rows
+    kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
+              intermediate_size=32, has_bias=False, router_on_input=False,
+              swiglu_limit=None, swiglu_alpha=None)
+    lean = SimpleNamespace(has_packed_rows=False)
+    full = SimpleNamespace(has_packed_rows=True)
+    for b in (8, 16, 32, 64):
+        check_packed_rows(lean, geo.launch_keys("packed", b, gemm="wgmma", **kw))
+    check_packed_rows(lean, geo.launch_keys("decode", None, gemm="mma", **kw))
+    for gemm, b in (("mma", 8), ("fma", 64), ("wgmma", 128)):
+        keys = geo.launch_keys("packed", b, gemm=gemm, **kw)
+        check_packed_rows(full, keys)
+        with pytest.raises(ValueError, match=rf"packed_rows=False .* fc1 runs the {gemm} "
+                                             rf"GEMM at block {b}, which reads the packed"):
+            check_packed_rows(lean, keys)

@@ -29,12 +29,14 @@ _LAZY = {
 }
 
 
-def to_device(experts):
+def to_device(experts, *, packed_rows: bool = True):
     """Upload prepared weights to the current GPU once: a DeviceWeights
-    (pymoe/cuda/device_weights.py).  NoCudaGPUError without a GPU."""
+    (pymoe/cuda/device_weights.py).  packed_rows=False keeps layout v2 only
+    (half the memory; the decode kernels and the wgmma GEMM at blocks up to 64
+    read it, other GEMMs are refused at bind).  NoCudaGPUError without a GPU."""
     require_gpu("pymoe.cuda.to_device")
     from .device_weights import to_device as impl
-    return impl(experts)
+    return impl(experts, packed_rows=packed_rows)
 
 
 def allocate_scratch(plan, pool=None):

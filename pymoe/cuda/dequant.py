@@ -22,6 +22,9 @@ def dequant(experts, which: str, expert: int | None = None, *,
         raise ValueError(f"which={which!r}: expected 'w13' or 'w2'")
     if expert is not None and not 0 <= int(expert) < experts.num_experts:
         raise ValueError(f"expert={expert}: expected 0 <= expert < {experts.num_experts}")
+    if not getattr(experts, "has_packed_rows", True):
+        raise ValueError("experts: uploaded with packed_rows=False; dequant reads the "
+                         "packed rows: pass the host weights or a full upload")
     ew = to_device(experts)
     key = dequant_launch_key(which, format=ew.format, activation=ew.activation,
                              hidden_size=ew.hidden_size,

@@ -38,6 +38,13 @@ class DeviceWeights(ExpertWeights):
     scale_bytes           (lo, hi): the least and greatest scale byte of both
                           projections other than 255 (MXFP4 NaN); (0, 0) if none.
                           The wgmma GEMM checks them (geometry.wgmma_scale_fold_ok)
+
+    Uploaded with ``packed_rows=False``, w13 / w2 / w13_scales / w2_scales and
+    their word views are None: only layout v2 is on the GPU (half the memory).
+    The decode kernels and the wgmma GEMM at blocks up to 64 routes read v2
+    (geometry.gemm_reads_v2); a call whose kernels read the packed rows (the mma
+    or fma GEMM, blocks of 128, ``dequant``) is refused before any launch
+    (pymoe.plan.check_packed_rows, at bind).
     """
     w13_words: Any
     w2_words: Any
@@ -49,8 +56,21 @@ class DeviceWeights(ExpertWeights):
     scale_bytes: tuple
     device_id: int
 
+    @property
+    def has_packed_rows(self) -> bool:
+        return self.w13_words is not None
+
+    @property
+    def device_nbytes(self) -> int:
+        """Bytes these weights hold on the GPU: the packed rows (when uploaded),
+        layout v2, scales, globals, biases and the scale table."""
+        v2 = (self.w13_v2, self.w13_v2_scales, self.w2_v2, self.w2_v2_scales,
+              self.scale_lut)
+        return self.nbytes + sum(int(a.nbytes) for a in v2)
+
     def __repr__(self) -> str:
-        return super().__repr__()[:-1] + f", device_id={self.device_id})"
+        return (super().__repr__()[:-1] + f", device_id={self.device_id}"
+                + ("" if self.has_packed_rows else ", packed_rows=False") + ")")
 
 
 # host ExpertWeights -> {device id: DeviceWeights}; entries go with the host object
@@ -89,10 +109,15 @@ def _scale_bytes(experts: ExpertWeights) -> tuple[int, int]:
     return (int(used[0]), int(used[-1])) if used.size else (0, 0)
 
 
-def to_device(experts: ExpertWeights) -> DeviceWeights:
+def to_device(experts: ExpertWeights, *, packed_rows: bool = True) -> DeviceWeights:
     """Upload prepared weights to the current device (once; later calls hit a
-    cache).  DeviceWeights pass through unchanged."""
+    cache).  DeviceWeights pass through unchanged.  packed_rows=False uploads
+    layout v2 only (see DeviceWeights); an upload with the packed rows also
+    serves later calls that ask for none."""
     if isinstance(experts, DeviceWeights):
+        if packed_rows and not experts.has_packed_rows:
+            raise ValueError("experts: DeviceWeights uploaded with packed_rows=False; "
+                             "call to_device on the host weights for the packed rows")
         return experts
     if not isinstance(experts, ExpertWeights):
         raise TypeError(f"experts: expected pymoe.ExpertWeights, got {type(experts).__name__}")
@@ -102,7 +127,7 @@ def to_device(experts: ExpertWeights) -> DeviceWeights:
     dev = _current_device()
     per = _UPLOADS.setdefault(experts, {})
     hit = per.get(dev)
-    if hit is not None:
+    if hit is not None and (hit.has_packed_rows or not packed_rows):
         return hit
     if SIM:
         xp, device, arrays = np, "cpu", experts.arrays()
@@ -117,9 +142,13 @@ def to_device(experts: ExpertWeights) -> DeviceWeights:
         words, scales = _pack_v2(xp, experts, arrays[which], arrays[which + "_scales"], which)
         v2[which + "_v2"] = words.reshape(-1)
         v2[which + "_v2_scales"] = scales.reshape(-1).view(xp.uint32)
+    words = {n: arrays[n].reshape(-1).view(xp.uint32) for n in ("w13", "w2")}
+    if not packed_rows:                 # v2 only: drop the packed rows (and scales)
+        for n in ("w13", "w13_scales", "w2", "w2_scales"):
+            base[n] = None
+        words = {"w13": None, "w2": None}
     d = DeviceWeights(**base,
-                      w13_words=arrays["w13"].reshape(-1).view(xp.uint32),
-                      w2_words=arrays["w2"].reshape(-1).view(xp.uint32),
+                      w13_words=words["w13"], w2_words=words["w2"],
                       scale_lut=xp.asarray(scale_lut(experts.format)),
                       **v2, scale_bytes=_scale_bytes(experts), device_id=dev)
     per[dev] = d

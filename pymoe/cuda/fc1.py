@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..geometry import LaunchKey, gemm_reads_v2
 from .kernels.common import activation_arg
+from ..plan import check_packed_rows
 from .device_weights import check_gemm_scales
 from .launch import PreparedLaunch, launch_stream, resolve
 
@@ -17,6 +18,7 @@ __all__ = ["fc1"]
 def prepare_fc1(x, experts, topk_weights, packed_route_indices, block_expert_ids,
                 intermediate, *, top_k: int, key: LaunchKey, stream=None) -> PreparedLaunch:
     check_gemm_scales(experts, key)
+    check_packed_rows(experts, (key,))
     kern = resolve(key, stream)
     v2 = gemm_reads_v2(key.gemm, key.block)
     return kern.prepare(

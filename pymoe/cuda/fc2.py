@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..geometry import LaunchKey, gemm_reads_v2
 from .kernels.common import activation_arg
 from .kernels.routes import route_args
+from ..plan import check_packed_rows
 from .device_weights import check_gemm_scales
 from .launch import PreparedLaunch, launch_stream, resolve
 
@@ -19,6 +20,7 @@ __all__ = ["fc2", "combine"]
 def prepare_fc2(intermediate, experts, topk_weights, packed_route_indices, block_expert_ids,
                 route_out, *, key: LaunchKey, stream=None) -> PreparedLaunch:
     check_gemm_scales(experts, key)
+    check_packed_rows(experts, (key,))
     kern = resolve(key, stream)
     v2 = gemm_reads_v2(key.gemm, key.block)
     # top_k is an fc1 argument of the shared block GEMM; fc2 reads slot rows, not tokens

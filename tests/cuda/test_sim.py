@@ -76,3 +76,30 @@ def test_sim_device_expert_map_out_of_range_is_an_invalid_route():
             outs.append((run(b) if device else pymoe.run(b)).view(np.uint16).copy())
         np.testing.assert_array_equal(outs[1], outs[0], err_msg=str(dt))
         np.testing.assert_array_equal(outs[2], outs[0], err_msg=str(dt))
+
+
+def test_sim_to_device_without_packed_rows():
+    """to_device(packed_rows=False) keeps layout v2 only: the packed rows, their
+    scales and word views are None, the device bytes drop by the packed copy, the
+    dequant debug op refuses before any launch, and a full upload serves later
+    v2-only requests (not the other way round)."""
+    import numpy as np
+    from pymoe.cuda import dequant as dq
+    from pymoe.cuda import device_weights as dw
+    from tests.problems import make_problem
+    ew = make_problem(Case(66, 32, 16, 4, 1)).experts
+    lean = dw.to_device(ew, packed_rows=False)
+    assert not lean.has_packed_rows and "packed_rows=False" in repr(lean)
+    assert lean.w13 is None and lean.w2_scales is None and lean.w2_words is None
+    assert lean.w13_v2 is not None and lean.w2_v2_scales is not None
+    assert dw.to_device(ew, packed_rows=False) is lean            # cached
+    with pytest.raises(ValueError, match="packed_rows=False; dequant reads the packed rows"):
+        dq.dequant(lean, "w13")
+    with pytest.raises(ValueError, match="uploaded with packed_rows=False"):
+        dw.to_device(lean)
+    full = dw.to_device(ew)
+    assert full.has_packed_rows and full is not lean
+    assert dw.to_device(ew, packed_rows=False) is full             # the full one serves
+    packed = sum(int(np.asarray(a).nbytes) for a in (ew.w13, ew.w13_scales, ew.w2,
+                                                       ew.w2_scales))
+    assert full.device_nbytes - lean.device_nbytes == packed

@@ -518,3 +518,41 @@ def test_auto_gemm_takes_wgmma_on_sm90_and_mma_where_scales_do_not_fold(monkeypa
         exact = pymoe.cuda.prewarm(plan, experts=ew, progress=False)
         assert exact.memory == exact.keys < both.keys
         check_problem(p, device=True)
+
+
+@pytest.mark.gpu
+def test_v2_only_upload_runs_the_wgmma_gemm(monkeypatch):
+    """to_device(packed_rows=False) on the H200: half the weights' GPU bytes; the
+    decode regime and the wgmma GEMM (blocks up to 64) run from layout v2 alone
+    and give the full upload's bits; a block of 128, or PYMOE_GEMM=mma, is refused
+    at bind, before any launch."""
+    import cupy as cp
+    import pymoe
+    from pymoe.plan import device_cc
+    from tests.problems import Case, make_problem
+    monkeypatch.delenv("PYMOE_GEMM", raising=False)
+    if device_cc(cp.zeros(1)) != (9, 0):
+        pytest.skip("the v2 GEMM is sm_90's wgmma")
+    case = Case(257, 256, 144, 8, 2, seed=11)
+    p_full, p_lean = make_problem(case), make_problem(case)   # two host objects
+    full = pymoe.cuda.to_device(p_full.experts)
+    lean = pymoe.cuda.to_device(p_lean.experts, packed_rows=False)
+    assert not lean.has_packed_rows
+    assert lean.device_nbytes < 0.6 * full.device_nbytes
+    caps = pymoe.Caps.for_weights(p_full.experts, max_tokens=257, top_k=2)
+    plan = pymoe.plan(caps)
+    scratch = pymoe.cuda.allocate_scratch(plan)
+
+    def run(ew, t, pl=plan, sc=scratch):
+        return pymoe.run(pl.bind(scratch=sc, x=cp.asarray(p_full.x[:t]), experts=ew,
+                                 topk_weights=cp.asarray(p_full.topk_weights[:t]),
+                                 topk_ids=cp.asarray(p_full.topk_ids[:t]))).get()
+    for t in (5, 257):                                   # decode, packed (wgmma, B <= 64)
+        np.testing.assert_array_equal(run(lean, t), run(full, t))
+    from dataclasses import replace
+    pin = pymoe.plan(replace(caps, block_size_m=128))
+    with pytest.raises(ValueError, match="packed_rows=False .* at block 128"):
+        run(lean, 257, pin, pymoe.cuda.allocate_scratch(pin))
+    monkeypatch.setenv("PYMOE_GEMM", "mma")
+    with pytest.raises(ValueError, match="packed_rows=False .* runs the mma GEMM"):
+        run(lean, 257)

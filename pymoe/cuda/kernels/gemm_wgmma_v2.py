@@ -78,6 +78,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     ring = WGMMA_V2_RING
     assert ring >= 3
     ring_words = ring * img // 4 + 32                      # + 128 bytes to align
+    # static shared memory: the ring, the scale table and the caller's fp32
+    # accumulator tile stay under the 48 KB a static allocation may take
+    assert 4 * ring_words + 1024 + 4 * b * TILE_ROWS <= 48 * 1024, (ring, b)
     kw_tail = kdim % 64 != 0
     decode = make_decoder(key.dtype)
     mul2 = mul2_bf16 if bf16 else mul2_f16

@@ -7,8 +7,8 @@ kernel is pymoe/cuda/kernels/fc1.py.  ``experts`` are DeviceWeights
 from __future__ import annotations
 
 from ..geometry import LaunchKey, gemm_reads_v2
-from .kernels.common import activation_arg
 from ..plan import check_packed_rows
+from .kernels.common import activation_arg
 from .device_weights import check_gemm_scales
 from .launch import PreparedLaunch, launch_stream, resolve
 

@@ -8,9 +8,9 @@ The kernels are pymoe/cuda/kernels/fc2.py.
 from __future__ import annotations
 
 from ..geometry import LaunchKey, gemm_reads_v2
+from ..plan import check_packed_rows
 from .kernels.common import activation_arg
 from .kernels.routes import route_args
-from ..plan import check_packed_rows
 from .device_weights import check_gemm_scales
 from .launch import PreparedLaunch, launch_stream, resolve
 

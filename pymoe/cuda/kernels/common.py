@@ -22,11 +22,11 @@ from numba import cuda, float32, int64, uint32
 from ... import formats
 from ...geometry import (GEMM_THREADS, GEMM_TILE_ROWS, LaunchKey, fc1_rows, is_gated,
                          padded_k)
-from .intrinsics import SIM, act_code, as_float, f32_to_bf16, fp4_quarters, sigmoid
+from .intrinsics import SIM, act_code, as_bits, as_float, f32_to_bf16, fp4_quarters, sigmoid
 from .ptx import f2h, h2f
 
 __all__ = ["scale_lut", "Shape", "shape_of", "fill_tables",
-           "make_fc1_epilogue", "make_round_pair", "make_fc2_epilogue", "make_row_map", "tile_roles",
+           "make_fc1_epilogue", "make_pair16", "make_round_pair", "make_fc2_epilogue", "make_row_map", "tile_roles",
            "activation_code", "activation_arg", "SROW", "M126", "M14", "make_decoder"]
 
 THREADS = GEMM_THREADS
@@ -76,6 +76,20 @@ def fill_tables(f4, sl, lut, threads):
         f4[tid] = fp4_quarters(tid)
     for i in range(tid, 256, threads):
         sl[i] = lut[i]
+
+
+def make_pair16(dtype: str):
+    """pair16(v) -> uint32: float32 v in ``dtype`` (bf16 by truncation: the scale
+    tables' values are exact there) in both 16-bit halves, the packed multiplier
+    of a scale-table entry.  GPU only (inline PTX for fp16)."""
+    bf16 = dtype == "bfloat16"
+
+    @cuda.jit(device=True, inline=True)
+    def pair16(v):
+        h = uint32(as_bits(v) >> 16) if bf16 else f2h(v)
+        return h | (h << uint32(16))
+
+    return pair16
 
 
 def make_round_pair(dtype: str):

@@ -36,9 +36,8 @@ from __future__ import annotations
 from numba import cuda, float32, int64, uint32
 
 from ...geometry import LaunchKey
-from .common import THREADS, TILE_ROWS, Shape, make_round_pair, tile_roles
-from .intrinsics import as_bits
-from .ptx import (f2h, gaddr, ld_nc1, ld_nc4, ld_nc_u8, mma_bf16, mma_f16, mul2_bf16, mul2_f16,
+from .common import THREADS, TILE_ROWS, Shape, make_pair16, make_round_pair, tile_roles
+from .ptx import (gaddr, ld_nc1, ld_nc4, ld_nc_u8, mma_bf16, mma_f16, mul2_bf16, mul2_f16,
                   prmt)
 
 __all__ = ["make_tile_gemm", "make_decode_word", "make_decode_pairs", "make_route_row",
@@ -183,6 +182,7 @@ def make_lane_rows(key: LaunchKey, sh: Shape, gather_tokens: bool):
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     """Tensor-core twin of gemm_fma.make_tile_gemm (see the module docstring)."""
     bf16 = key.dtype == "bfloat16"
+    pair16 = make_pair16(key.dtype)
     mma = mma_bf16 if bf16 else mma_f16
     nv = sh.nv
     decode_pairs = make_decode_pairs(key.dtype, nv)
@@ -262,8 +262,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             v = lut[i] * float32(4.0)
             sl[i] = v
             if nv:
-                h = uint32(as_bits(v) >> 16) if bf16 else f2h(v)
-                s2[i] = h | (h << uint32(16))
+                s2[i] = pair16(v)
         for m in range(tid, b, THREADS):
             off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
             xrow[m] = off

@@ -46,10 +46,9 @@ from __future__ import annotations
 from numba import cuda, float32, int32, int64, uint32
 
 from ...geometry import WGMMA_RING, LaunchKey
-from .common import THREADS, TILE_ROWS, Shape, make_round_pair, tile_roles
+from .common import THREADS, TILE_ROWS, Shape, make_pair16, make_round_pair, tile_roles
 from .gemm_mma import make_decode_pairs, make_lane_rows, make_load_w, make_route_row
-from .intrinsics import as_bits
-from .ptx import f2h, gaddr, ld_nc1, ld_nc4, prmt, smem_u32, sts2
+from .ptx import gaddr, ld_nc1, ld_nc4, prmt, smem_u32, sts2
 from .wgmma import (fence_proxy_async, make_acc_fill, make_wgmma_rs, make_wgmma_wait,
                     store_acc_t, wgmma_commit, wgmma_desc, wgmma_fence)
 
@@ -61,7 +60,7 @@ SBO = 256               # bytes between groups of 8 routes
 
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     """wgmma twin of gemm_mma.make_tile_gemm (see the module docstring)."""
-    bf16 = key.dtype == "bfloat16"
+    pair16 = make_pair16(key.dtype)
     decode_pairs = make_decode_pairs(key.dtype, True)
     route_row = make_route_row(key, block, gather_tokens)
     nv = sh.nv
@@ -161,9 +160,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         rb = cuda.shared.array(ring_words, uint32)      # the B image ring
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
         for i in range(tid, 256, THREADS):
-            v = lut[i] * float32(4.0)
-            h = uint32(as_bits(v) >> 16) if bf16 else f2h(v)
-            s2[i] = h | (h << uint32(16))
+            s2[i] = pair16(lut[i] * float32(4.0))
         # this thread stages half (hh) of route m's chunk rows, when tid < 2B
         # (B = 128: also of route m + 64)
         m = tid >> 1

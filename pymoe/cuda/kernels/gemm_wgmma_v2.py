@@ -44,11 +44,10 @@ from numba import cuda, float32, int32, int64, uint32
 
 from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_RING, LaunchKey, is_gated, v2_k_tiles,
                          v2_row_tiles, v2_scale_bytes)
-from .common import (M14, M126, THREADS, TILE_ROWS, Shape, make_decoder, make_round_pair,
-                     tile_roles)
+from .common import (M14, M126, THREADS, TILE_ROWS, Shape, make_decoder, make_pair16,
+                     make_round_pair, tile_roles)
 from .gemm_mma import make_route_row
-from .intrinsics import as_bits
-from .ptx import f2h, gaddr, ld_nc1, ld_nc4, mul2_bf16, mul2_f16, smem_u32, sts4
+from .ptx import gaddr, ld_nc1, ld_nc4, mul2_bf16, mul2_f16, smem_u32, sts4
 from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
                     make_wgmma_wait, wgmma_commit, wgmma_desc, wgmma_fence)
 
@@ -62,6 +61,7 @@ KT_WORDS = 128          # uint32 words of one v2 tile (32 lanes x 16 bytes)
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     """The v2 twin of gemm_wgmma.make_tile_gemm (see the module docstring)."""
     bf16 = key.dtype == "bfloat16"
+    pair16 = make_pair16(key.dtype)
     nv = sh.nv
     b = block
     assert b <= 64 and b % 8 == 0, b
@@ -85,15 +85,17 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     decode = make_decoder(key.dtype)
     mul2 = mul2_bf16 if bf16 else mul2_f16
     bias16 = uint32(M126 if bf16 else M14)
-    # NVFP4: the table holds E4M3 x 2^116 (bf16) / 2^7 (fp16), one multiply; the
-    # products are 2^-10 / 2^-7 of their value until the accumulators are scaled
-    nvmul = float32(2.0 ** 116 if bf16 else 128.0)
-    post = float32((1024.0 if bf16 else 128.0) if nv else 1.0)
-    # MXFP4 in bf16: the table holds E8M0 x 2^118, one multiply, 2^-8 of the value
-    # (exact for bytes 3 .. 136: geometry.WGMMA_FOLD_BYTES)
+    # The scale table holds each scale's value x tmul, and the decoded weights
+    # times it are 1 / post of their value until the fp32 accumulators are scaled:
+    # NVFP4 E4M3 x 2^116 (bf16) / 2^7 (fp16) in one multiply; MXFP4 in bf16 E8M0
+    # x 2^118, one multiply (exact for bytes 3 .. 136: geometry.WGMMA_FOLD_BYTES);
+    # MXFP4 in fp16 the value itself, after a multiply by 2^14 (two multiplies).
     fold1 = bf16 and not nv
-    if fold1:
-        post = float32(256.0)
+    if nv:
+        tmul, post = (2.0 ** 116, 1024.0) if bf16 else (128.0, 128.0)
+    else:
+        tmul, post = (2.0 ** 118, 256.0) if fold1 else (1.0, 1.0)
+    tmul, post = float32(tmul), float32(post)
     fill = make_acc_fill(b)
     mma = make_wgmma_rs(b, key.dtype)
     wait0 = make_wgmma_wait(0)
@@ -201,13 +203,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         wa0, wa1, wa2, wa3, sa0, sa1 = load_w(0, wb, sb, w, s)
         wn0, wn1, wn2, wn3, sn0, sn1 = load_w(1, wb, sb, w, s)
         for i in range(tid, 256, THREADS):
-            v = lut[i] * float32(4.0)
-            if nv:
-                v *= nvmul
-            if fold1:
-                v *= float32(2.0 ** 118)
-            h = uint32(as_bits(v) >> 16) if bf16 else f2h(v)
-            s2[i] = h | (h << uint32(16))
+            s2[i] = pair16(lut[i] * float32(4.0) * tmul)
         m = tid >> 1
         hh = tid & 1
         stager = tid < 2 * b

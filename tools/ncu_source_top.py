@@ -23,7 +23,12 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     path, top = argv[0], int(argv[1]) if len(argv) > 1 else 30
     with open(path, newline="") as f:
-        lines = [ln for ln in f if ln.count(",") >= 2]      # skip ncu's banner lines
+        lines = f.readlines()
+    # ncu's banner, then one "Kernel Name" line per kernel, then the header row
+    head = next((i for i, ln in enumerate(lines) if ln.startswith('"Address"')), None)
+    if head is None:
+        head = next((i for i, ln in enumerate(lines) if ln.count(",") >= 2), len(lines))
+    lines = lines[head:]
     rows = list(csv.DictReader(lines))
     if not rows:
         print(f"{path}: no rows (see the .err file next to it)")

@@ -50,7 +50,6 @@ def _key_from_json(d: dict):
 
 def pack(a) -> int:
     _tree(a)
-    from pymoe import geometry as geo
     from pymoe.bench import random_layer
     from pymoe.cuda import launch
     from pymoe.cuda.device_weights import _scale_bytes

@@ -30,11 +30,14 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   0-1 and 2-3 (4 x 16-byte loads each; zeros past K and in padding).
 - Ring of WGMMA_V2_RING k-tile images, one barrier a k-tile (as gemm_wgmma):
   iteration c waits (k-tile c's image written, every warp past k-tile c - 2),
-  waits for its own k-tile c - 1 (the A registers are written next), decodes and
-  issues k-tile c's 4 wgmma, loads k-tile c + 2's weights, stores k-tile c + 1's
-  activations (loaded an iteration earlier) into the slot k-tile c - 2 read and
-  loads k-tile c + 2's.  Slots are counters, descriptors the ring's plus an
-  offset.  Every global load has a whole iteration to land.
+  stores k-tile c + 1's activations (loaded an iteration earlier) into the slot
+  k-tile c - 2 read, loads k-tile c + 2's activations and k-tile c + 1's weights,
+  waits for its own k-tile c - 1 (the A registers are written next), then
+  decodes and issues k-tile c's 4 wgmma.  Slots are counters, descriptors the
+  ring's plus an offset.  Every global load is issued at the top of an iteration
+  and has the whole iteration to land: the proxy fence at the next top
+  (MEMBAR.ALL.CTA in SASS) waits for all of the thread's loads in flight, so
+  loading two k-tiles ahead buys nothing and a load issued late stalls it.
 A tile index past the projection's row tiles is clamped to the last one; its
 rows are past the outputs, which the epilogues never read.
 """
@@ -194,14 +197,13 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         t = lane % 4
         rb = cuda.shared.array(ring_words, uint32)      # the B image ring
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
-        # k-tiles 0, 1's weights first: in flight through the whole prologue
-        # (tables, route rows, the first activations)
+        # k-tile 0's weights first: in flight through the whole prologue (tables,
+        # route rows, the first activations)
         tile = min(int64(n0 // tn) * 4 + warp, ntr - 1)
         tix = (e * ntr + tile) * kt_n
         wb = tix * KT_WORDS + lane * 4
         sb = tix * sw + (2 * g if nv else g)
         wa0, wa1, wa2, wa3, sa0, sa1 = load_w(0, wb, sb, w, s)
-        wn0, wn1, wn2, wn3, sn0, sn1 = load_w(1, wb, sb, w, s)
         for i in range(tid, 256, THREADS):
             s2[i] = pair16(lut[i] * float32(4.0) * tmul)
         m = tid >> 1
@@ -229,9 +231,23 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         dring = wgmma_desc(ring_base, LBO, SBO)
         cur = uint32(0)                 # ring slot of k-tile c
         nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
+        # Every global load is issued right after the top of an iteration and
+        # first used at the top of the next: the proxy fence there (MEMBAR.ALL.CTA
+        # in SASS) waits for all of this thread's loads in flight, so a load
+        # issued late in an iteration would stall the next one's fence (ncu: 24%
+        # of fc1's samples on the first use after it when the loads went last).
         for c in range(kt_n):
             fence_proxy_async()
             cuda.syncthreads()
+            # the slot of k-tile c + ring - 2 was last read by k-tile c - 2's wgmma,
+            # which every warp waited for before this barrier
+            cs = c + ring - 2
+            if cs < kt_n:
+                if stager:
+                    store_x(xrow + nxt * uint32(img), xn)
+                if cs + 1 < kt_n:
+                    xn = load_x(cs + 1, off, hh, mult, a, avec)
+            wn0, wn1, wn2, wn3, sn0, sn1 = load_w(c + 1, wb, sb, w, s)
             wait0()                     # k-tile c-1 done: its A registers are free
             p00, p01, p02, p03 = a_regs(wa0, 0, sa0, sa1, s2)
             p10, p11, p12, p13 = a_regs(wa1, 1, sa0, sa1, s2)
@@ -245,12 +261,6 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             acc = mma(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
             wgmma_commit()
             wa0, wa1, wa2, wa3, sa0, sa1 = wn0, wn1, wn2, wn3, sn0, sn1
-            wn0, wn1, wn2, wn3, sn0, sn1 = load_w(c + 2, wb, sb, w, s)
-            cs = c + ring - 2
-            if cs < kt_n:
-                if stager:
-                    store_x(xrow + nxt * uint32(img), xn)
-                xn = load_x(cs + 1, off, hh, mult, a, avec)
             cur = uint32(0) if cur == uint32(ring - 1) else cur + uint32(1)
             nxt = uint32(0) if nxt == uint32(ring - 1) else nxt + uint32(1)
         wait0()

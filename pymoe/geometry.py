@@ -37,7 +37,7 @@ __all__ = [
     "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "route_pack_grid",
-    "WGMMA_RING", "WGMMA_V2_RING", "WGMMA_V2_MAX_BLOCK", "gemm_reads_v2", "WGMMA_FOLD_BYTES",
+    "WGMMA_RING", "WGMMA_V2_RING", "WGMMA_V2_MAX_BLOCK", "WGMMA_V2_MAX_REGS", "gemm_reads_v2", "WGMMA_FOLD_BYTES",
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
@@ -109,6 +109,10 @@ WGMMA_RING = 4
 # static).  Blocks of 128 stay on the packed rows (gemm_wgmma).
 WGMMA_V2_RING = 3
 WGMMA_V2_MAX_BLOCK = 64
+# ... capped in registers (PTX .maxnreg) so no key loses a CTA an SM to a few
+# registers: 72 -> 7 CTAs of 128 threads share an SM's 64 K registers, 80 -> 6,
+# 96 -> 5 (B = 64 holds ~42 KB of shared memory: 5 fit anyway).
+WGMMA_V2_MAX_REGS = {8: 72, 16: 72, 32: 80, 64: 96}
 # wgmma folds MXFP4's E8M0 scale into the 16-bit weights (exact packed
 # multiply).  fp16: 2^(byte - 127) times every E2M1 value (0.5 .. 6) is a finite
 # fp16 value on its grid for bytes 104 .. 140 (0.5 * 2^-23 = fp16's least

@@ -313,6 +313,9 @@ def _compile(spec: KernelSpec, cc: tuple[int, int]) -> str:
             ptx, _ = cuda.compile_ptx(spec.pyfunc, spec.signature, cc=target)
         finally:
             nd.get_current_device = saved
+    if spec.max_regs is not None:          # .maxnreg goes between the entry's
+        m = re.search(r"\.entry[^{]*", ptx)  # parameter list and its body
+        ptx = ptx[:m.end()] + f".maxnreg {int(spec.max_regs)}\n" + ptx[m.end():]
     _STATS["compiled"] += 1
     return ptx
 

@@ -110,12 +110,13 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     def load_w(c, wb, sb, w, s):
         """k-tile c's 4 weight words of this lane and its scale word(s) (NVFP4:
         rows g and g + 8; MXFP4: both rows in one); c clamped to the last."""
-        cc = min(c, kt_n - 1)
-        w0, w1, w2, w3 = ld_nc4(w, wb + cc * KT_WORDS)
-        s0 = ld_nc1(s, sb + cc * sw)
+        cc = uint32(min(c, uint32(kt_n - 1)))           # 32-bit: no 64-bit clamp
+        w0, w1, w2, w3 = ld_nc4(w, wb + int64(uint32(cc * uint32(KT_WORDS))))
+        so = sb + int64(uint32(cc * uint32(sw)))
+        s0 = ld_nc1(s, so)
         s1 = s0 >> uint32(16)
         if nv:
-            s1 = ld_nc1(s, sb + cc * sw + 1)
+            s1 = ld_nc1(s, so + 1)
         return w0, w1, w2, w3, s0, s1
 
     @cuda.jit(device=True, inline=True)
@@ -149,15 +150,15 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         z = uint32(0)
         x0 = x1 = x2 = x3 = x4 = x5 = x6 = x7 = z
         y0 = y1 = y2 = y3 = y4 = y5 = y6 = y7 = z
-        k0 = c * 64 + 32 * hh
-        if off >= 0 and k0 < kdim:
-            src = off + c * 32 + 16 * hh
+        k0 = uint32(c * uint32(64) + uint32(32) * hh)
+        if off >= 0 and k0 < uint32(kdim):
+            src = off + int64(uint32(c * uint32(32) + uint32(16) * hh))
             x0, x1, x2, x3 = load8(a, src, avec)
-            if not kw_tail or k0 + 8 < kdim:
+            if not kw_tail or uint32(k0 + uint32(8)) < uint32(kdim):
                 x4, x5, x6, x7 = load8(a, src + 4, avec)
-            if not kw_tail or k0 + 16 < kdim:
+            if not kw_tail or uint32(k0 + uint32(16)) < uint32(kdim):
                 y0, y1, y2, y3 = load8(a, src + 8, avec)
-            if not kw_tail or k0 + 24 < kdim:
+            if not kw_tail or uint32(k0 + uint32(24)) < uint32(kdim):
                 y4, y5, y6, y7 = load8(a, src + 12, avec)
             if on_input:
                 x0 = round_pair(x0, mult)
@@ -203,11 +204,11 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         tix = (e * ntr + tile) * kt_n
         wb = tix * KT_WORDS + lane * 4
         sb = tix * sw + (2 * g if nv else g)
-        wa0, wa1, wa2, wa3, sa0, sa1 = load_w(0, wb, sb, w, s)
+        wa0, wa1, wa2, wa3, sa0, sa1 = load_w(uint32(0), wb, sb, w, s)
         for i in range(tid, 256, THREADS):
             s2[i] = pair16(lut[i] * float32(4.0) * tmul)
         m = tid >> 1
-        hh = tid & 1
+        hh = uint32(tid & 1)
         stager = tid < 2 * b
         off = int64(-1)
         mult = float32(1.0)
@@ -221,8 +222,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         # registers
         if stager:
             for c0 in range(ring - 2):
-                store_x(xrow + uint32(c0 * img), load_x(c0, off, hh, mult, a, avec))
-        xn = load_x(ring - 2, off, hh, mult, a, avec)
+                store_x(xrow + uint32(c0 * img), load_x(uint32(c0), off, hh, mult, a, avec))
+        xn = load_x(uint32(ring - 2), off, hh, mult, a, avec)
         cuda.syncthreads()                              # s2
         acc = fill(float32(0.0))
         # descriptors: the start address is the low 14 bits (16-byte units) and
@@ -236,18 +237,19 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         # in SASS) waits for all of this thread's loads in flight, so a load
         # issued late in an iteration would stall the next one's fence (ncu: 24%
         # of fc1's samples on the first use after it when the loads went last).
-        for c in range(kt_n):
+        c = uint32(0)
+        while c < uint32(kt_n):
             fence_proxy_async()
             cuda.syncthreads()
             # the slot of k-tile c + ring - 2 was last read by k-tile c - 2's wgmma,
             # which every warp waited for before this barrier
-            cs = c + ring - 2
-            if cs < kt_n:
+            cs = uint32(c + uint32(ring - 2))
+            if cs < uint32(kt_n):
                 if stager:
                     store_x(xrow + nxt * uint32(img), xn)
-                if cs + 1 < kt_n:
-                    xn = load_x(cs + 1, off, hh, mult, a, avec)
-            wn0, wn1, wn2, wn3, sn0, sn1 = load_w(c + 1, wb, sb, w, s)
+                if uint32(cs + uint32(1)) < uint32(kt_n):
+                    xn = load_x(uint32(cs + uint32(1)), off, hh, mult, a, avec)
+            wn0, wn1, wn2, wn3, sn0, sn1 = load_w(uint32(c + uint32(1)), wb, sb, w, s)
             wait0()                     # k-tile c-1 done: its A registers are free
             p00, p01, p02, p03 = a_regs(wa0, 0, sa0, sa1, s2)
             p10, p11, p12, p13 = a_regs(wa1, 1, sa0, sa1, s2)
@@ -261,8 +263,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             acc = mma(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
             wgmma_commit()
             wa0, wa1, wa2, wa3, sa0, sa1 = wn0, wn1, wn2, wn3, sn0, sn1
-            cur = uint32(0) if cur == uint32(ring - 1) else cur + uint32(1)
-            nxt = uint32(0) if nxt == uint32(ring - 1) else nxt + uint32(1)
+            cur = uint32(0) if cur == uint32(ring - 1) else uint32(cur + uint32(1))
+            nxt = uint32(0) if nxt == uint32(ring - 1) else uint32(nxt + uint32(1))
+            c = uint32(c + uint32(1))
         wait0()
         lr = (8 * warp + g) if gated else (16 * warp + g)
         store_acc(acc_tile, int64(2 * t) * TILE_ROWS + lr, TILE_ROWS, post, acc)

@@ -34,11 +34,13 @@ NUMPY_TYPES = {"u1[]": np.uint8, "u2[]": np.uint16, "f2[]": np.float16, "u4[]": 
 class KernelSpec:
     """pyfunc: the kernel; argtypes: one ABI code per argument; threads per CTA;
     arch_specific: compiled for the device's arch-specific target (sm_90a: wgmma),
-    which runs on that compute capability only."""
+    which runs on that compute capability only; max_regs: a register cap for
+    ptxas (PTX .maxnreg), e.g. to fit one more CTA an SM."""
     pyfunc: Callable
     argtypes: tuple[str, ...]
     threads: int
     arch_specific: bool = False
+    max_regs: int | None = None
 
     @property
     def signature(self):

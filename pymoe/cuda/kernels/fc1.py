@@ -12,7 +12,7 @@ weights never reach global memory.
 """
 from __future__ import annotations
 
-from numba import cuda, float32, int64
+from numba import cuda, float32, int32, int64
 
 from ...geometry import LaunchKey, WGMMA_V2_MAX_REGS, gemm_reads_v2, is_gated
 from .common import (THREADS, TILE_ROWS, activation_code, make_fc1_epilogue, shape_of)
@@ -34,6 +34,7 @@ def build(key: LaunchKey) -> KernelSpec:
     assert tn == (TILE_ROWS // 2 if gated else TILE_ROWS), key
     inter = key.intermediate_size
     acc_n = b * TILE_ROWS
+    assert b <= THREADS, b
 
     def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out):
         tid = cuda.threadIdx.x
@@ -47,7 +48,11 @@ def build(key: LaunchKey) -> KernelSpec:
                     store(out, (blk * b + idx // tn) * inter + n, float32(0.0))
             return
         acc = cuda.shared.array(acc_n, float32)
+        live = cuda.shared.array(b, int32)          # slot m holds a route (1) or padding
         gemm(acc, blk, e, n0, x, w, s, lut, pri, n_routes, top_k, tw)
+        if tid < b:                                  # one load a slot, not one an output
+            live[tid] = int32(1) if int64(pri[blk * b + tid]) < n_routes else int32(0)
+        cuda.syncthreads()
         for idx in range(tid, b * tn, THREADS):
             m = idx // tn
             c = idx % tn
@@ -55,7 +60,7 @@ def build(key: LaunchKey) -> KernelSpec:
             if n < inter:
                 slot = blk * b + m
                 v = float32(0.0)
-                if int64(pri[slot]) < n_routes:
+                if live[m] != 0:
                     up = acc[m * TILE_ROWS + tn + c] if gated else float32(0.0)
                     v = epi(acc[m * TILE_ROWS + c], up, e, n, g13, b13)
                 store(out, slot * inter + n, v)

@@ -30,6 +30,8 @@ def build(key: LaunchKey) -> KernelSpec:
     epi = make_fc2_epilogue(key)
     assert key.tile_n == TILE_ROWS, key
     acc_n = b * TILE_ROWS
+    on_input = key.router_on_input
+    assert b <= THREADS, b
 
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, lut, g2, b2, route_out):
         tid = cuda.threadIdx.x
@@ -39,14 +41,23 @@ def build(key: LaunchKey) -> KernelSpec:
         if e < 0:
             return
         acc = cuda.shared.array(acc_n, float32)
+        rs = cuda.shared.array(b, int32)            # slot m's route (-1: padding)
+        ws = cuda.shared.array(b, float32)          # and its router weight
         gemm(acc, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
+        if tid < b:             # the route and weight loaded once a slot, not per output
+            r = int64(pri[blk * b + tid])
+            ok = r < n_routes
+            rs[tid] = int32(r) if ok else int32(-1)
+            ws[tid] = tw[r] if ok and not on_input else float32(1.0)
+        cuda.syncthreads()
         for idx in range(tid, b * TILE_ROWS, THREADS):
             m = idx // TILE_ROWS
             c = idx % TILE_ROWS
             n = n0 + c
-            r = int64(pri[blk * b + m])
-            if n < hid and r < n_routes:
-                route_out[r * hid + n] = epi(acc[idx], e, n, r, tw, g2, b2)
+            r = rs[m]
+            if n < hid and r >= 0:
+                # the epilogue's router weight: ws[m] (slot m's), not tw[r]
+                route_out[int64(r) * hid + n] = epi(acc[idx], e, n, m, ws, g2, b2)
 
     sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",

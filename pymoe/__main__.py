@@ -273,7 +273,7 @@ def main(argv=None) -> int:
                     "128 on the wgmma GEMM only)")
     bp.add_argument("--decode-max-tokens", type=_int_at_least(0), default=None,
                     help="pin the decode regime's last T (0: every T packed; default: "
-                    "geometry.DECODE_MAX_TOKENS, capped by T * top_k <= 1024)")
+                    "Caps.decode_cut, from the layer's routed weight bytes)")
     bp.add_argument("--csv", default=None, help="also write the rows to this CSV file")
     bp.add_argument("--plot", default=None, help="PNG: time vs T, log axes, floor drawn")
     bp.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -41,7 +41,9 @@ __all__ = [
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
-    "decode_max_tokens", "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_PAIR_CTAS_PER_SM",
+    "decode_max_tokens", "default_decode_cut", "expert_weight_bytes", "DECODE_ROUTED_BYTES",
+    "DECODE_MIN_CUT",
+    "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_PAIR_CTAS_PER_SM",
     "DECODE_RING",
     "DECODE_ROW_GROUP", "decode_row_group", "decode_ring_stages",
 ]
@@ -69,14 +71,27 @@ BLOCK_FILL = 2
 # (docs/performance.md, Speed II step 4), so the automatic choice stays <= 64.
 WGMMA_BLOCK_SIZES = BLOCK_SIZES + (128,)
 
-# T <= decode_max_tokens(k) runs the direct decode regime: no route packing;
-# every CTA reads topk_ids itself, takes one active expert and a few 16-row weight
-# tiles of layout v2, and streams them once for all of that expert's routes.
-# The cut, from `python -m pymoe bench` on the H200 (docs/performance.md, graph
-# replays, MXFP4/bf16, us at T = 64, decode regime vs the packed regime):
-#     gpt-oss-120b 1273 vs 1910, qwen3-30b-a3b 392 vs 486, deepseek-v3 5180 vs 6310
-# (T = 65 .. the prefill path's start is not measured yet).
+# T <= the cut runs the direct decode regime: no route packing; every CTA reads
+# topk_ids itself, takes one active expert and a few 16-row weight tiles of
+# layout v2, and streams them once for all of that expert's routes.
+# DECODE_MAX_TOKENS is the cut's ceiling (and the cut of decode_max_tokens /
+# regime_for when no shape is known); it was the measured cut against the
+# packed-row GEMMs (H200, us at T = 64, decode vs packed: gpt-oss-120b 1273 vs
+# 1910, qwen3-30b-a3b 392 vs 486, deepseek-v3 5180 vs 6310).
 DECODE_MAX_TOKENS = 64
+# Caps' default cut is lower for large experts: decode streams an expert's
+# weights once a CTA group, and its cost grows with the routed weight bytes
+# T * top_k * expert_weight_bytes, which the packed regime reads once an expert.
+# With the v2 wgmma GEMM (H200, graph, MXFP4/bf16, us, decode vs every T packed):
+#     gpt-oss-120b  T=8 256.5 / 255.2   12 346.2 / 328.2   16 449.7 / 394.0
+#     qwen3-30b-a3b T=8 111.4 / 131.8   16 169.3 / 176.5   24 204.2 / 195.3
+# Both cross where the routed bytes reach ~400 MB (gpt-oss ~53 MB a token,
+# qwen3 ~20 MB): default_decode_cut.  The decode kernels compute on CUDA cores,
+# so their work grows with the routed weights, the packed GEMMs' far less.
+# Below DECODE_MIN_CUT (gpt-oss's crossover, where both regimes tie) nothing is
+# measured, so larger experts (deepseek-v3, mixtral) stop there.
+DECODE_ROUTED_BYTES = 400_000_000
+DECODE_MIN_CUT = 8
 # An expert's route list lives in shared memory: at most DECODE_ROUTE_CAP routes
 # (T*k) per decode call, so a large top_k moves the cut down.
 DECODE_ROUTE_CAP = 1024
@@ -199,6 +214,24 @@ def v2_k_tiles(k_dim: int) -> int:
 def v2_scale_bytes(fmt: str) -> int:
     """Scale bytes per v2 tile: 16 rows x 64/g groups (32 MXFP4, 64 NVFP4)."""
     return V2_TILE_ROWS * (V2_TILE_K // scale_group(fmt))
+
+
+def expert_weight_bytes(fmt: str, activation: str, hidden_size: int,
+                        intermediate_size: int) -> int:
+    """One expert's FP4 weights and scale bytes (w13 and w2)."""
+    rows13 = (2 if is_gated(activation) else 1) * intermediate_size
+    n = rows13 * hidden_size + hidden_size * intermediate_size
+    return n // 2 + n // scale_group(fmt)
+
+
+def default_decode_cut(top_k: int, fmt: str, activation: str, hidden_size: int,
+                       intermediate_size: int) -> int:
+    """Caps' decode regime's last T when not pinned: the T whose routed weight
+    bytes reach DECODE_ROUTED_BYTES, within DECODE_MIN_CUT..DECODE_MAX_TOKENS
+    and the route cap."""
+    per_token = top_k * expert_weight_bytes(fmt, activation, hidden_size, intermediate_size)
+    cut = max(DECODE_MIN_CUT, min(DECODE_MAX_TOKENS, DECODE_ROUTED_BYTES // per_token))
+    return max(1, min(cut, decode_route_limit(top_k)))
 
 
 def decode_max_tokens(top_k: int, pin: int | None = None) -> int:

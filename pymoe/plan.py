@@ -122,6 +122,15 @@ class Caps:
         """Size of the expert-id space of topk_ids (global under expert parallel)."""
         return self.global_num_experts or self.num_experts
 
+    @property
+    def decode_cut(self) -> int:
+        """The decode regime's last T: decode_max_tokens where pinned, else
+        geometry.default_decode_cut for this layer's shape (0: every T packed)."""
+        if self.decode_max_tokens is not None:
+            return geo.decode_max_tokens(self.top_k, self.decode_max_tokens)
+        return geo.default_decode_cut(self.top_k, self.format, self.activation,
+                                      self.hidden_size, self.intermediate_size)
+
     def gemms(self, cc: tuple[int, int] | None, scale_bytes: tuple[int, int] | None
               ) -> tuple[str, ...]:
         """The block GEMM(s) PYMOE_GEMM selects on a device of compute capability
@@ -149,11 +158,11 @@ class Caps:
 
     def buckets(self):
         return geo.token_buckets(self.max_tokens, self.top_k, self.num_route_experts,
-                                 self.block_size_m, self.decode_max_tokens)
+                                 self.block_size_m, self.decode_cut)
 
     def shapes_for(self, num_tokens: int) -> tuple[str, int | None, list]:
         """(regime, B, tensors) the kernels touch for T tokens."""
-        reg = geo.regime_for(num_tokens, self.top_k, self.decode_max_tokens)
+        reg = geo.regime_for(num_tokens, self.top_k, self.decode_cut)
         b = self.block_size_for(num_tokens) if reg == "packed" else None
         return reg, b, geo.scratch_shapes(reg, num_tokens, self.top_k, self.num_experts,
                                           self.hidden_size, self.intermediate_size,

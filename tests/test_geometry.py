@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import pymoe
 from pymoe import geometry as geo
 
 
@@ -150,3 +151,38 @@ def test_block_of_128_only_for_the_wgmma_gemm():
                                              r"\(8, 16, 32, 64\).*128 needs the wgmma GEMM"):
             geo.launch_keys("packed", 128, gemm=gemm, **kw)
     assert max(geo.BLOCK_SIZES) == 64                 # the automatic choice is unchanged
+
+
+def test_default_decode_cut_follows_the_routed_weight_bytes():
+    """Caps' default decode / packed cut: where T * top_k * expert bytes reaches
+    DECODE_ROUTED_BYTES (measured crossovers: gpt-oss-120b T ~ 8, qwen3 ~ 20),
+    clamped to DECODE_MIN_CUT..DECODE_MAX_TOKENS and the route cap."""
+    from pymoe.presets import PRESETS
+
+    def cut(name, fmt="mxfp4"):
+        p = PRESETS[name]
+        caps = pymoe.Caps(max_tokens=256, top_k=p.top_k, num_experts=p.num_experts,
+                          hidden_size=p.hidden_size, intermediate_size=p.intermediate_size,
+                          activation=p.activation, format=fmt)
+        return caps.decode_cut
+
+    assert geo.expert_weight_bytes("mxfp4", "silu", 2048, 768) == \
+        (3 * 2048 * 768) // 2 + (3 * 2048 * 768) // 32
+    assert geo.expert_weight_bytes("nvfp4", "relu2", 64, 32) == \
+        (2 * 64 * 32) // 2 + (2 * 64 * 32) // 16
+    assert cut("qwen3-30b-a3b") == 19
+    assert cut("gpt-oss-120b") == geo.DECODE_MIN_CUT == 8
+    assert cut("deepseek-v3") == geo.DECODE_MIN_CUT
+    assert cut("tiny") == geo.DECODE_MAX_TOKENS
+    # larger experts never move the cut up
+    cuts = [geo.default_decode_cut(8, "mxfp4", "silu", h, 768) for h in range(256, 8192, 256)]
+    assert cuts == sorted(cuts, reverse=True)
+    # the route cap wins over the minimum
+    assert geo.default_decode_cut(512, "mxfp4", "silu", 64, 64) == geo.decode_route_limit(512) == 2
+    # a pin wins over the default
+    p = PRESETS["qwen3-30b-a3b"]
+    pinned = pymoe.Caps(max_tokens=256, top_k=p.top_k, num_experts=p.num_experts,
+                        hidden_size=p.hidden_size, intermediate_size=p.intermediate_size,
+                        decode_max_tokens=64)
+    assert pinned.decode_cut == 64 and pinned.shapes_for(64)[0] == "decode"
+    assert pinned.shapes_for(65)[0] == "packed"

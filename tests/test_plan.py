@@ -24,13 +24,23 @@ def test_acceptance_case_fits_30_mib(fmt):
     n = pymoe.required_nbytes(caps)
     assert n == p.scratch_nbytes
     assert n <= 30.03 * 2**20, f"{n / 2**20:.2f} MiB"
-    # T <= 64 at k = 8 is all decode regime now: intermediate + route_out per route
-    assert [b[0] for b in caps.buckets()] == ["decode"]
-    assert geo.reachable_block_sizes(64, 8, 160) == ()
-    r = 64 * 8
-    assert n >= r * (512 * 2 + 6144 * 4)
+    # the decode regime ends where the routed weight bytes reach
+    # geometry.DECODE_ROUTED_BYTES (~40 MB a token here: T = 9); packed after it
+    per_token = 8 * geo.expert_weight_bytes(fmt, "silu", 6144, 512)
+    assert caps.decode_cut == max(geo.DECODE_MIN_CUT, geo.DECODE_ROUTED_BYTES // per_token)
+    buckets = caps.buckets()
+    assert buckets[0] == ("decode", None, 1, caps.decode_cut)
+    assert [b[0] for b in buckets[1:]] == ["packed"] * (len(buckets) - 1)
+    assert buckets[-1][3] == 64
+    assert geo.reachable_block_sizes(64, 8, 160, cut=caps.decode_cut) == \
+        tuple(b[1] for b in buckets[1:])
     pinned = pymoe.Caps(format=fmt, block_size_m=geo.BLOCK_SIZES[-1], **ACCEPT)
-    assert pymoe.plan(pinned).layout == p.layout          # no packed bucket to pin
+    assert [b[1] for b in pinned.buckets()[1:]] == [geo.BLOCK_SIZES[-1]]
+    # every T decode (the cut pinned at 64): intermediate + route_out per route
+    all_decode = pymoe.Caps(format=fmt, decode_max_tokens=64, **ACCEPT)
+    assert [b[0] for b in all_decode.buckets()] == ["decode"]
+    n = pymoe.required_nbytes(all_decode)
+    assert 64 * 8 * (512 * 2 + 6144 * 4) <= n <= 30.03 * 2**20, f"{n / 2**20:.2f} MiB"
 
 
 def test_required_nbytes_is_fast():
@@ -108,7 +118,7 @@ def test_every_T_fits_its_planned_tensors(caps):
         if reg == "packed":
             assert b in geo.reachable_block_sizes(caps.max_tokens, caps.top_k,
                                                   caps.num_route_experts, caps.block_size_m,
-                                                  caps.decode_max_tokens)
+                                                  caps.decode_cut)
         for ts in shapes:
             pt = planned[(reg, ts.name)]
             assert all(a <= b_ for a, b_ in zip(ts.shape, pt.shape)), (t, ts, pt)

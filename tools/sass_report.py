@@ -175,7 +175,7 @@ def main(argv=None) -> int:
                       swiglu_alpha=alpha, swiglu_limit=limit)
     keys = []
     for t in (int(v) for v in a.tokens.split(",")):
-        reg = geo.regime_for(t)
+        reg = geo.regime_for(t, caps.top_k, caps.decode_cut)
         b = caps.block_size_for(t) if reg == "packed" else None
         for k in geo.launch_keys(reg, b, gemm=a.gemm, format=caps.format,
                                  activation=caps.activation, dtype=caps.dtype,

@@ -3,13 +3,14 @@
 # sampling on the SASS): the top instructions by samples and the samples by
 # opcode, so a stall reason from tools/ncu_kernels.sh can be pinned to a load,
 # a barrier or a wgmma wait.
-#   tools/ncu_source.sh [PRESET=qwen3-30b-a3b] [TOKENS=4096] [SKIP=5]
+#   tools/ncu_source.sh [PRESET=qwen3-30b-a3b] [TOKENS=4096] [SKIP=6]
 # SKIP: pymoe launches to skip before the one profiled (all pymoe kernels are
-# named "kernel"; a packed forward is route_pack, fc1, fc2, combine, and the bench's
-# first forward is a warm-up: SKIP=5 is the second forward's fc1, 6 its fc2).
+# named "kernel").  On the H200 (2026-12-01, the packed regime) SKIP=6 profiled
+# fc1 and SKIP=5 a route-pack kernel: take 7 for fc2.  The report's first line
+# names the kernel profiled (kernels::fc1::..., kernels::fc2::...): check it.
 # Logs: ${OUT:-.}/src_T<T>.csv (ncu's source page) and src_T<T>.txt (the summary).
 set -u
-PRESET=${1:-qwen3-30b-a3b}; T=${2:-4096}; SKIP=${3:-${SKIP:-5}}
+PRESET=${1:-qwen3-30b-a3b}; T=${2:-4096}; SKIP=${3:-${SKIP:-6}}
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 rep=${OUT:-.}/src_T$T
 timeout "${NT:-200}" "$NCU" --clock-control none -k regex:^kernel --launch-skip "$SKIP" \

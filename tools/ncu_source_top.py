@@ -28,6 +28,10 @@ def main(argv=None) -> int:
     head = next((i for i, ln in enumerate(lines) if ln.startswith('"Address"')), None)
     if head is None:
         head = next((i for i, ln in enumerate(lines) if ln.count(",") >= 2), len(lines))
+    names = [m.group(1) for ln in lines[:head]
+             for m in [re.search(r"kernels::(\w+)::", ln)] if m]
+    if names:
+        print(f"kernel: {names[0]}")
     lines = lines[head:]
     rows = list(csv.DictReader(lines))
     if not rows:

@@ -1,7 +1,8 @@
 """The side-by-side device tools run here too (the reference backend, no GPU):
 tools/test_revs.sh (pytest on several trees / GEMMs at once) and
 tools/bench_revs.sh (bench per tree, GEMM and pinned block, one table) and
-tools/ncu_source_top.py (the summary of tools/ncu_source.sh's ncu source page)."""
+tools/ncu_source_top.py (the summary of tools/ncu_source.sh's ncu source page) and
+tools/ptx_pack.py's pack half (the install half needs the device)."""
 import os
 import subprocess
 import sys
@@ -50,6 +51,7 @@ def test_ncu_source_top_ranks_instructions_and_opcodes(tmp_path):
     quoted fields, thousands separators, predicated opcodes)."""
     p = tmp_path / "src.csv"
     p.write_text('==PROF== banner\n'
+                 '"Kernel Name","pymoe::cuda::kernels::fc2::build::kernel[abi:v1](Array<int>, ...)"\n'
                  '"Address","Source","Warp Stall Sampling (All Samples)","stall_long_sb"\n'
                  '"0x10","LDG.E.128 R4, [R2.64]","1,200","900"\n'
                  '"0x20","@P0 BAR.SYNC 0x0","300","0"\n'
@@ -57,6 +59,36 @@ def test_ncu_source_top_ranks_instructions_and_opcodes(tmp_path):
     r = subprocess.run([sys.executable, "tools/ncu_source_top.py", str(p), "2"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
+    assert "kernel: fc2" in r.stdout
     assert "1500 samples" in r.stdout and "LDG=80.0% BAR=20.0%" in r.stdout
     top = r.stdout.split("top 2 instructions:")[1].strip().splitlines()
     assert len(top) == 2 and "stall_long_sb=900" in top[0] and "BAR.SYNC" in top[1]
+
+
+def test_ptx_pack_writes_each_bench_key_once(tmp_path):
+    """tools/ptx_pack.py pack: one JSON file a LaunchKey the bench would prewarm
+    (tiny preset, T = 1: the decode regime's 3 keys), PTX whose .version the
+    H200's driver takes, and keys that rebuild to the same LaunchKey; a second
+    run compiles nothing."""
+    import json
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import ptx_pack
+    finally:
+        sys.path.pop(0)
+    out = tmp_path / "pack"
+    cmd = [sys.executable, "tools/ptx_pack.py", "pack", str(out), "--preset", "tiny",
+           "--tokens", "1"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert r.returncode == 0, r.stderr
+    files = sorted(out.glob("*.json"))
+    assert [f.name.split("_", 1)[1] for f in files] == \
+        ["decode_fc1.json", "decode_fc2.json", "combine.json"]
+    for f in files:
+        d = json.loads(f.read_text())
+        key = ptx_pack._key_from_json(d["key"])
+        assert ptx_pack._key_to_json(key) == d["key"] and key.kernel in f.name
+        assert "\n.version 9.0\n" in d["ptx"] and ".entry" in d["ptx"]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert r.returncode == 0 and "3 keys, 0 compiled now" in r.stdout, r.stdout + r.stderr

@@ -51,7 +51,7 @@ def test_ncu_source_top_ranks_instructions_and_opcodes(tmp_path):
     quoted fields, thousands separators, predicated opcodes)."""
     p = tmp_path / "src.csv"
     p.write_text('==PROF== banner\n'
-                 '"Kernel Name","pymoe::cuda::kernels::fc2::build::kernel[abi:v1](Array<int>, ...)"\n'
+                 '"Kernel Name","pymoe::cuda::kernels::fc2::build::kernel[abi:v1](...)"\n'
                  '"Address","Source","Warp Stall Sampling (All Samples)","stall_long_sb"\n'
                  '"0x10","LDG.E.128 R4, [R2.64]","1,200","900"\n'
                  '"0x20","@P0 BAR.SYNC 0x0","300","0"\n'

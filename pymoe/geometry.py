@@ -38,7 +38,7 @@ __all__ = [
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "route_pack_grid",
     "WGMMA_RING", "WGMMA_V2_RING", "WGMMA_V2_MAX_BLOCK", "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
-    "WGMMA_FOLD_BYTES",
+    "gemm_max_regs", "WGMMA_FOLD_BYTES",
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
@@ -220,8 +220,7 @@ def v2_scale_bytes(fmt: str) -> int:
 def expert_weight_bytes(fmt: str, activation: str, hidden_size: int,
                         intermediate_size: int) -> int:
     """One expert's FP4 weights and scale bytes (w13 and w2)."""
-    rows13 = (2 if is_gated(activation) else 1) * intermediate_size
-    n = rows13 * hidden_size + hidden_size * intermediate_size
+    n = (fc1_rows(activation, intermediate_size) + intermediate_size) * hidden_size
     return n // 2 + n // scale_group(fmt)
 
 
@@ -551,6 +550,12 @@ def gemm_reads_v2(gemm: str, block: int) -> bool:
     """Whether the block GEMM ``gemm`` at block size ``block`` reads the weights
     in layout v2 (DeviceWeights.w13_v2 ...) rather than the packed rows."""
     return gemm == "wgmma" and block <= WGMMA_V2_MAX_BLOCK
+
+
+def gemm_max_regs(gemm: str, block: int) -> int | None:
+    """The register cap (PTX .maxnreg) of a packed fc1 / fc2 kernel: the v2
+    GEMM's WGMMA_V2_MAX_REGS by block, None (ptxas decides) for the others."""
+    return WGMMA_V2_MAX_REGS[block] if gemm_reads_v2(gemm, block) else None
 
 
 def pick_gemm(variant: str, cc: tuple[int, int] | None, format: str, dtype: str,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64
 
-from ...geometry import LaunchKey, WGMMA_V2_MAX_REGS, gemm_reads_v2, is_gated
+from ...geometry import LaunchKey, gemm_max_regs, gemm_reads_v2, is_gated
 from .common import (THREADS, TILE_ROWS, activation_code, make_fc1_epilogue, shape_of)
 from .gemm import make_tile_gemm
 from .intrinsics import act_code, make_act_io
@@ -69,4 +69,4 @@ def build(key: LaunchKey) -> KernelSpec:
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
                                "u4[]", sarg, "f4[]", "f4[]", "f4[]", act_code(key.dtype)),
                       THREADS, arch_specific=key.gemm == "wgmma",
-                      max_regs=WGMMA_V2_MAX_REGS[b] if gemm_reads_v2(key.gemm, b) else None)
+                      max_regs=gemm_max_regs(key.gemm, b))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint64
 
-from ...geometry import COMBINE_MAX_K, COMBINE_VEC, LaunchKey, WGMMA_V2_MAX_REGS, gemm_reads_v2
+from ...geometry import COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_max_regs, gemm_reads_v2
 from .common import (THREADS, TILE_ROWS, activation_code, make_fc2_epilogue, shape_of)
 from .gemm import make_tile_gemm
 from .intrinsics import act_code, make_act_io
@@ -64,7 +64,7 @@ def build(key: LaunchKey) -> KernelSpec:
                                "u4[]", sarg,
                                "f4[]", "f4[]", "f4[]", "f4[]"), THREADS,
                       arch_specific=key.gemm == "wgmma",
-                      max_regs=WGMMA_V2_MAX_REGS[b] if gemm_reads_v2(key.gemm, b) else None)
+                      max_regs=gemm_max_regs(key.gemm, b))
 
 
 def build_combine(key: LaunchKey) -> KernelSpec:

@@ -38,7 +38,7 @@ __all__ = [
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "route_pack_grid",
     "WGMMA_RING", "WGMMA_V2_RING", "WGMMA_V2_MAX_BLOCK", "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
-    "gemm_max_regs", "WGMMA_FOLD_BYTES",
+    "WGMMA_V2_WARPGROUPS", "gemm_warpgroups", "gemm_max_regs", "WGMMA_FOLD_BYTES",
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
@@ -121,14 +121,23 @@ WGMMA_RING = 4
 # The wgmma GEMM reads weight layout v2 for blocks of up to WGMMA_V2_MAX_BLOCK
 # routes (kernels/gemm_wgmma_v2.py: one 16-byte load a lane and 64 K, 4 wgmma
 # a k-tile); its B ring holds WGMMA_V2_RING k-tile images (64 K each: 8 KB at
-# B = 64, so ring + the caller's 16 KB accumulator tile stay under 48 KB
-# static).  Blocks of 128 stay on the packed rows (gemm_wgmma).
+# B = 64) inside the caller's fp32 accumulator tile until the last wgmma is done
+# (kernels/gemm.acc_tile_words: 32 KB at B = 64 with two warpgroups, under the
+# 48 KB static).  Blocks of 128 stay on the packed rows (gemm_wgmma).
 WGMMA_V2_RING = 3
 WGMMA_V2_MAX_BLOCK = 64
+# ... with WGMMA_V2_WARPGROUPS warpgroups a CTA on that one B ring: each
+# multiplies its own 64 weight rows (warps 4g..4g+3: row tiles of the CTA's
+# 64 g .. 64 g + 63), so the block's activations are staged (and the ring fenced
+# and barriered) once for all of them; the CTA's tile_n grows by as much.
+WGMMA_V2_WARPGROUPS = {8: 2, 16: 2, 32: 2, 64: 2}
 # ... capped in registers (PTX .maxnreg) so no key loses a CTA an SM to a few
-# registers: 72 -> 7 CTAs of 128 threads share an SM's 64 K registers, 80 -> 6,
-# 96 -> 5 (B = 64 holds ~42 KB of shared memory: 5 fit anyway).
-WGMMA_V2_MAX_REGS = {8: 72, 16: 72, 32: 80, 64: 96}
+# registers: CTAs of 2 x 128 threads, 64 -> 4 CTAs share an SM's 64 K
+# registers, 72 / 80 -> 3 (local ptxas: no spills at B <= 16 under 64 or at
+# B = 32 under 72; 16-40 bytes at B = 64, one local access a k-tile at most).
+# H200, B = 32 (gpt-oss T = 512 / qwen3 T = 256, us): cap 64 1365 / 362, 72
+# 1109 / 324; one warpgroup a CTA under 72 / 80: 1178 / 333, 1209 / 346.
+WGMMA_V2_MAX_REGS = {8: 64, 16: 64, 32: 72, 64: 80}
 # wgmma folds MXFP4's E8M0 scale into the 16-bit weights (exact packed
 # multiply).  fp16: 2^(byte - 127) times every E2M1 value (0.5 .. 6) is a finite
 # fp16 value on its grid for bytes 104 .. 140 (0.5 * 2^-23 = fp16's least
@@ -521,8 +530,10 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                          "wgmma, and scales it folds)")
     return (LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,
                       intermediate_size=0),
-            LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation), gemm=gemm, **common),
-            LaunchKey("fc2", block=b, tile_n=FC2_TILE_N, gemm=gemm, **common), combine)
+            LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation) * gemm_warpgroups(gemm, b),
+                      gemm=gemm, **common),
+            LaunchKey("fc2", block=b, tile_n=FC2_TILE_N * gemm_warpgroups(gemm, b), gemm=gemm,
+                      **common), combine)
 
 
 def route_pack_grid(num_routes: int) -> tuple[int, int]:
@@ -556,6 +567,12 @@ def gemm_max_regs(gemm: str, block: int) -> int | None:
     """The register cap (PTX .maxnreg) of a packed fc1 / fc2 kernel: the v2
     GEMM's WGMMA_V2_MAX_REGS by block, None (ptxas decides) for the others."""
     return WGMMA_V2_MAX_REGS[block] if gemm_reads_v2(gemm, block) else None
+
+
+def gemm_warpgroups(gemm: str, block: int) -> int:
+    """Warpgroups (of GEMM_THREADS) a packed fc1 / fc2 CTA runs: each takes
+    GEMM_TILE_ROWS weight rows, so tile_n and the CTA's threads scale with it."""
+    return WGMMA_V2_WARPGROUPS[block] if gemm_reads_v2(gemm, block) else 1
 
 
 def pick_gemm(variant: str, cc: tuple[int, int] | None, format: str, dtype: str,

@@ -98,6 +98,12 @@ def test_tiles_live_in_geometry():
         _, k1, k2, kc = geo.launch_keys("packed", 8, activation=act, **kw)
         assert (k1.tile_n, k2.tile_n, kc.tile_n) == (fc1_n, geo.FC2_TILE_N,
                                                       geo.COMBINE_TILE_N)
+        for b in geo.WGMMA_BLOCK_SIZES:             # the v2 GEMM's CTA: more warpgroups
+            _, w1, w2, _ = geo.launch_keys("packed", b, activation=act,
+                                           **{**kw, "gemm": "wgmma"})
+            g = geo.gemm_warpgroups("wgmma", b)
+            assert g == (geo.WGMMA_V2_WARPGROUPS[b] if b <= geo.WGMMA_V2_MAX_BLOCK else 1)
+            assert (w1.tile_n, w2.tile_n) == (fc1_n * g, geo.FC2_TILE_N * g)
         d1, d2, dc = geo.launch_keys("decode", None, activation=act, **kw)
         half = geo.V2_TILE_ROWS // 2 if act == "silu" else geo.V2_TILE_ROWS
         assert (d1.tile_n, d2.tile_n, dc) == (half, geo.V2_TILE_ROWS, kc)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64
 
-from ...geometry import LaunchKey, gemm_max_regs, gemm_reads_v2, is_gated
+from ...geometry import (LaunchKey, gemm_max_regs, gemm_reads_v2, gemm_warpgroups,
+                         is_gated)
 from .common import (THREADS, TILE_ROWS, activation_code, make_fc1_epilogue, shape_of)
-from .gemm import make_tile_gemm
+from .gemm import acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
 from .spec import KernelSpec
 
@@ -30,11 +31,15 @@ def build(key: LaunchKey) -> KernelSpec:
     epi = make_fc1_epilogue(key)
     _, store, _ = make_act_io(key.dtype)
     gated = is_gated(key.activation)
+    wgs = gemm_warpgroups(key.gemm, b)          # warpgroups a CTA, 64 weight rows each
+    nthr = THREADS * wgs
+    rows = TILE_ROWS * wgs                      # accumulator rows a route (its tile)
     tn = key.tile_n
-    assert tn == (TILE_ROWS // 2 if gated else TILE_ROWS), key
+    tn1 = tn // wgs                             # columns a warpgroup
+    assert tn1 == (TILE_ROWS // 2 if gated else TILE_ROWS), key
     inter = key.intermediate_size
-    acc_n = b * TILE_ROWS
-    assert b <= THREADS, b
+    acc_n = acc_tile_words(key, b)              # b x rows, or more: the GEMM's B ring
+    assert b <= nthr, b
 
     def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out):
         tid = cuda.threadIdx.x
@@ -42,7 +47,7 @@ def build(key: LaunchKey) -> KernelSpec:
         blk = cuda.blockIdx.y
         e = int64(beid[blk])
         if e < 0:
-            for idx in range(tid, b * tn, THREADS):
+            for idx in range(tid, b * tn, nthr):
                 n = n0 + idx % tn
                 if n < inter:
                     store(out, (blk * b + idx // tn) * inter + n, float32(0.0))
@@ -53,7 +58,7 @@ def build(key: LaunchKey) -> KernelSpec:
         if tid < b:                                  # one load a slot, not one an output
             live[tid] = int32(1) if int64(pri[blk * b + tid]) < n_routes else int32(0)
         cuda.syncthreads()
-        for idx in range(tid, b * tn, THREADS):
+        for idx in range(tid, b * tn, nthr):
             m = idx // tn
             c = idx % tn
             n = n0 + c
@@ -61,12 +66,14 @@ def build(key: LaunchKey) -> KernelSpec:
                 slot = blk * b + m
                 v = float32(0.0)
                 if live[m] != 0:
-                    up = acc[m * TILE_ROWS + tn + c] if gated else float32(0.0)
-                    v = epi(acc[m * TILE_ROWS + c], up, e, n, g13, b13)
+                    # warpgroup c // tn1's 64 rows: its gate rows, then its up rows
+                    r0 = m * rows + (c // tn1) * TILE_ROWS + c % tn1
+                    up = acc[r0 + tn1] if gated else float32(0.0)
+                    v = epi(acc[r0], up, e, n, g13, b13)
                 store(out, slot * inter + n, v)
 
     sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
                                "u4[]", sarg, "f4[]", "f4[]", "f4[]", act_code(key.dtype)),
-                      THREADS, arch_specific=key.gemm == "wgmma",
+                      nthr, arch_specific=key.gemm == "wgmma",
                       max_regs=gemm_max_regs(key.gemm, b))

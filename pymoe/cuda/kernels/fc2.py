@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint64
 
-from ...geometry import COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_max_regs, gemm_reads_v2
+from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_max_regs,
+                         gemm_reads_v2, gemm_warpgroups)
 from .common import (THREADS, TILE_ROWS, activation_code, make_fc2_epilogue, shape_of)
-from .gemm import make_tile_gemm
+from .gemm import acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
 from .routes import local_expert
 from .spec import KernelSpec
@@ -28,14 +29,17 @@ def build(key: LaunchKey) -> KernelSpec:
     gemm = make_tile_gemm(key, sh, b, gather_tokens=False)
     hid = key.hidden_size
     epi = make_fc2_epilogue(key)
-    assert key.tile_n == TILE_ROWS, key
-    acc_n = b * TILE_ROWS
+    wgs = gemm_warpgroups(key.gemm, b)          # warpgroups a CTA, 64 weight rows each
+    nthr = THREADS * wgs
+    tn = key.tile_n                             # = the accumulator rows a route
+    assert tn == TILE_ROWS * wgs, key
+    acc_n = acc_tile_words(key, b)              # b x tn, or more: the GEMM's B ring
     on_input = key.router_on_input
-    assert b <= THREADS, b
+    assert b <= nthr, b
 
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, lut, g2, b2, route_out):
         tid = cuda.threadIdx.x
-        n0 = cuda.blockIdx.x * TILE_ROWS
+        n0 = cuda.blockIdx.x * tn
         blk = cuda.blockIdx.y
         e = int64(beid[blk])
         if e < 0:
@@ -50,9 +54,9 @@ def build(key: LaunchKey) -> KernelSpec:
             rs[tid] = int32(r) if ok else int32(-1)
             ws[tid] = tw[r] if ok and not on_input else float32(1.0)
         cuda.syncthreads()
-        for idx in range(tid, b * TILE_ROWS, THREADS):
-            m = idx // TILE_ROWS
-            c = idx % TILE_ROWS
+        for idx in range(tid, b * tn, nthr):
+            m = idx // tn
+            c = idx % tn
             n = n0 + c
             r = rs[m]
             if n < hid and r >= 0:
@@ -62,7 +66,7 @@ def build(key: LaunchKey) -> KernelSpec:
     sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
                                "u4[]", sarg,
-                               "f4[]", "f4[]", "f4[]", "f4[]"), THREADS,
+                               "f4[]", "f4[]", "f4[]", "f4[]"), nthr,
                       arch_specific=key.gemm == "wgmma",
                       max_regs=gemm_max_regs(key.gemm, b))
 

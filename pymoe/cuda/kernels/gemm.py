@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from ...geometry import LaunchKey, gemm_reads_v2
 from . import gemm_fma, gemm_mma, gemm_wgmma, gemm_wgmma_v2
-from .common import Shape
+from .common import TILE_ROWS, Shape
 
-__all__ = ["make_tile_gemm"]
+__all__ = ["make_tile_gemm", "acc_tile_words"]
 
 
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
@@ -28,3 +28,11 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return gemm_fma.make_tile_gemm(key, sh, block, gather_tokens)
     raise ValueError(f"{key.kernel}: LaunchKey.gemm={key.gemm!r}, expected 'mma', 'wgmma' "
                      "or 'fma'")
+
+
+def acc_tile_words(key: LaunchKey, block: int) -> int:
+    """fp32 words the caller's accumulator tile takes: block x TILE_ROWS, or the
+    v2 GEMM's (more warpgroups a CTA, and its B ring lives there)."""
+    if gemm_reads_v2(key.gemm, block):
+        return gemm_wgmma_v2.acc_tile_words(block)
+    return block * TILE_ROWS

@@ -26,8 +26,13 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
 - B: a k-tile's image is 4 k-step images (K-major, no swizzle, lbo 128, sbo 256)
   of the block's routes in v2's K order: a route's 16 values of k-step s as 8
   words x0..x7 are core rows (x0, x2, x4, x6) and (x1, x3, x5, x7), two 16-byte
-  shared stores, no byte permutes.  Threads 2m, 2m + 1 stage route m's k-steps
-  0-1 and 2-3 (4 x 16-byte loads each; zeros past K and in padding).
+  shared stores, no byte permutes.  Threads 4m .. 4m + 3 stage route m's k-steps
+  0 .. 3 (2 x 16-byte loads each; zeros past K and in padding).
+- A CTA runs geometry.gemm_warpgroups(B) warpgroups on the one B ring:
+  warpgroup g (warps 4g .. 4g + 3) multiplies the CTA's row tiles 4g .. 4g + 3,
+  i.e. its own 64 weight rows, so the activations are staged, fenced and
+  barriered once for all of them; its accumulators land in rows 64g .. 64g + 63
+  of each route's warpgroups x 64 in the tile.
 - Ring of WGMMA_V2_RING k-tile images, one barrier a k-tile (as gemm_wgmma):
   iteration c waits (k-tile c's image written, every warp past k-tile c - 2),
   stores k-tile c + 1's activations (loaded an iteration earlier) into the slot
@@ -45,8 +50,8 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32
 
-from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_RING, LaunchKey, is_gated, v2_k_tiles,
-                         v2_row_tiles, v2_scale_bytes)
+from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_RING, LaunchKey, gemm_warpgroups, is_gated,
+                         v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from .common import (M14, M126, THREADS, TILE_ROWS, Shape, make_decoder, make_pair16,
                      make_round_pair, tile_roles)
 from .gemm_mma import make_route_row
@@ -54,11 +59,20 @@ from .ptx import gaddr, ld_nc1, ld_nc4, mul2_bf16, mul2_f16, smem_u32, sts4
 from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
                     make_wgmma_wait, wgmma_commit, wgmma_desc, wgmma_fence)
 
-__all__ = ["make_tile_gemm"]
+__all__ = ["make_tile_gemm", "acc_tile_words"]
 
 LBO = 128               # bytes between the two K core matrices of a k-step image
 SBO = 256               # bytes between groups of 8 routes
 KT_WORDS = 128          # uint32 words of one v2 tile (32 lanes x 16 bytes)
+
+
+def acc_tile_words(block: int) -> int:
+    """fp32 words of the caller's accumulator tile (block routes x the CTA's
+    gemm_warpgroups x TILE_ROWS rows): at least the B ring of WGMMA_V2_RING
+    k-tile images (+ 128 bytes to align), which lives there until the tile is
+    written."""
+    return max(block * TILE_ROWS * gemm_warpgroups("wgmma", block),
+               WGMMA_V2_RING * 4 * 32 * block // 4 + 32)
 
 
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
@@ -80,10 +94,14 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     img = 4 * step_b                                       # one k-tile's image
     ring = WGMMA_V2_RING
     assert ring >= 3
-    ring_words = ring * img // 4 + 32                      # + 128 bytes to align
-    # static shared memory: the ring, the scale table and the caller's fp32
-    # accumulator tile stay under the 48 KB a static allocation may take
-    assert 4 * ring_words + 1024 + 4 * b * TILE_ROWS <= 48 * 1024, (ring, b)
+    wgs = gemm_warpgroups(key.gemm, b)
+    nthr = THREADS * wgs
+    rows = TILE_ROWS * wgs                                 # accumulator rows a route
+    assert 4 * b <= nthr, b                                # a thread stages one k-step
+    # static shared memory: the caller's fp32 accumulator tile (which holds the B
+    # ring until the last wgmma is done) and the scale table stay under the 48 KB
+    # a static allocation may take
+    assert 4 * (acc_tile_words(b) + 256) <= 48 * 1024, (ring, b)
     kw_tail = kdim % 64 != 0
     decode = make_decoder(key.dtype)
     mul2 = mul2_bf16 if bf16 else mul2_f16
@@ -144,22 +162,17 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return ld_nc1(a, src), ld_nc1(a, src + 1), ld_nc1(a, src + 2), ld_nc1(a, src + 3)
 
     @cuda.jit(device=True, inline=True)
-    def load_x(c, off, hh, mult, a, avec):
-        """The 16 activation words (k-steps 2hh, 2hh + 1 of k-tile c) of one route
-        row at word offset off (< 0: padding): zeros past K or in padding."""
+    def load_x(c, off, q, mult, a, avec):
+        """The 8 activation words (k-step q of k-tile c) of one route row at word
+        offset off (< 0: padding): zeros past K or in padding."""
         z = uint32(0)
         x0 = x1 = x2 = x3 = x4 = x5 = x6 = x7 = z
-        y0 = y1 = y2 = y3 = y4 = y5 = y6 = y7 = z
-        k0 = uint32(c * uint32(64) + uint32(32) * hh)
+        k0 = uint32(c * uint32(64) + uint32(16) * q)
         if off >= 0 and k0 < uint32(kdim):
-            src = off + int64(uint32(c * uint32(32) + uint32(16) * hh))
+            src = off + int64(uint32(c * uint32(32) + uint32(8) * q))
             x0, x1, x2, x3 = load8(a, src, avec)
             if not kw_tail or uint32(k0 + uint32(8)) < uint32(kdim):
                 x4, x5, x6, x7 = load8(a, src + 4, avec)
-            if not kw_tail or uint32(k0 + uint32(16)) < uint32(kdim):
-                y0, y1, y2, y3 = load8(a, src + 8, avec)
-            if not kw_tail or uint32(k0 + uint32(24)) < uint32(kdim):
-                y4, y5, y6, y7 = load8(a, src + 12, avec)
             if on_input:
                 x0 = round_pair(x0, mult)
                 x1 = round_pair(x1, mult)
@@ -169,25 +182,15 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 x5 = round_pair(x5, mult)
                 x6 = round_pair(x6, mult)
                 x7 = round_pair(x7, mult)
-                y0 = round_pair(y0, mult)
-                y1 = round_pair(y1, mult)
-                y2 = round_pair(y2, mult)
-                y3 = round_pair(y3, mult)
-                y4 = round_pair(y4, mult)
-                y5 = round_pair(y5, mult)
-                y6 = round_pair(y6, mult)
-                y7 = round_pair(y7, mult)
-        return x0, x1, x2, x3, x4, x5, x6, x7, y0, y1, y2, y3, y4, y5, y6, y7
+        return x0, x1, x2, x3, x4, x5, x6, x7
 
     @cuda.jit(device=True, inline=True)
     def store_x(row, x):
-        """k-steps 2hh, 2hh + 1 of one route: row is its core row 0 address in
-        k-step 2hh (core row 1 at + LBO, the next k-step at + step_b)."""
-        x0, x1, x2, x3, x4, x5, x6, x7, y0, y1, y2, y3, y4, y5, y6, y7 = x
+        """k-step q of one route: row is its core row 0 address in k-step q's
+        image (core row 1 at + LBO)."""
+        x0, x1, x2, x3, x4, x5, x6, x7 = x
         sts4(row, x0, x2, x4, x6)
         sts4(row + uint32(LBO), x1, x3, x5, x7)
-        sts4(row + uint32(step_b), y0, y2, y4, y6)
-        sts4(row + uint32(step_b + LBO), y1, y3, y5, y7)
 
     @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
@@ -196,7 +199,6 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         lane = tid % 32
         g = lane // 4
         t = lane % 4
-        rb = cuda.shared.array(ring_words, uint32)      # the B image ring
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
         # k-tile 0's weights first: in flight through the whole prologue (tables,
         # route rows, the first activations)
@@ -205,18 +207,17 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         wb = tix * KT_WORDS + lane * 4
         sb = tix * sw + (2 * g if nv else g)
         wa0, wa1, wa2, wa3, sa0, sa1 = load_w(uint32(0), wb, sb, w, s)
-        for i in range(tid, 256, THREADS):
+        for i in range(tid, 256, nthr):
             s2[i] = pair16(lut[i] * float32(4.0) * tmul)
-        m = tid >> 1
-        hh = uint32(tid & 1)
-        stager = tid < 2 * b
+        m = tid >> 2                    # threads 4m .. 4m + 3 stage route m,
+        hh = uint32(tid & 3)            # one k-step each
+        stager = tid < 4 * b
         off = int64(-1)
         mult = float32(1.0)
         if stager:
             off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
-        base = smem_u32(rb)
-        ring_base = (base + uint32(127)) & uint32(0xFFFFFF80)
-        xrow = ring_base + uint32(2 * hh * step_b + (m >> 3) * SBO + (m & 7) * 16)
+        ring_base = (smem_u32(acc_tile) + uint32(127)) & uint32(0xFFFFFF80)
+        xrow = ring_base + uint32(hh * step_b + (m >> 3) * SBO + (m & 7) * 16)
         avec = (gaddr(a, 0) & 15) == 0
         # prologue: k-tiles 0 .. ring-3 staged, k-tile ring-2's activations in
         # registers
@@ -267,8 +268,11 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             nxt = uint32(0) if nxt == uint32(ring - 1) else uint32(nxt + uint32(1))
             c = uint32(c + uint32(1))
         wait0()
-        lr = (8 * warp + g) if gated else (16 * warp + g)
-        store_acc(acc_tile, int64(2 * t) * TILE_ROWS + lr, TILE_ROWS, post, acc)
+        cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
+        wl = warp % 4                   # the warp in its warpgroup, which takes the
+        lr = (8 * wl + g) if gated else (16 * wl + g)    # tile's rows 64 (warp // 4) ..
+        store_acc(acc_tile, int64(2 * t) * rows + (warp // 4) * TILE_ROWS + lr, rows, post,
+                  acc)
         cuda.syncthreads()
 
     return gemm

@@ -92,3 +92,25 @@ def test_ptx_pack_writes_each_bench_key_once(tmp_path):
         assert "\n.version 9.0\n" in d["ptx"] and ".entry" in d["ptx"]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     assert r.returncode == 0 and "3 keys, 0 compiled now" in r.stdout, r.stdout + r.stderr
+
+
+def test_ptx_pack_peer_layer_keys():
+    """--peer-layer packs the layer .peers/bench_peers.py hands pymoe (silu,
+    gate_up, no bias), not the preset's (gpt-oss: swigluoai with biases): the
+    same regimes and blocks, different keys.  Selection only, nothing compiled."""
+    import argparse
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import ptx_pack
+    finally:
+        sys.path.pop(0)
+    base = dict(preset="gpt-oss-20b", tokens="1,512", format="mxfp4", dtype="bfloat16",
+                block_size=None, decode_max_tokens=None)
+    own = ptx_pack.bench_keys(argparse.Namespace(peer_layer=False, **base))
+    peer = ptx_pack.bench_keys(argparse.Namespace(peer_layer=True, **base))
+    gemm = [k for k in own if k.kernel in ("fc1", "decode_fc1")]
+    assert gemm and {k.activation for k in gemm} == {"swigluoai"}
+    assert all(k.has_bias for k in gemm)
+    pgemm = [k for k in peer if k.kernel in ("fc1", "decode_fc1")]
+    assert {k.activation for k in pgemm} == {"silu"} and not any(k.has_bias for k in pgemm)
+    assert [(k.kernel, k.block) for k in own] == [(k.kernel, k.block) for k in peer]

@@ -49,18 +49,19 @@ def _key_from_json(d: dict):
     return LaunchKey(**d)
 
 
-def pack(a) -> int:
-    _tree(a)
+def bench_keys(a) -> list:
+    """Every LaunchKey `pymoe bench` prewarms for a.preset x a.tokens (or, with
+    a.peer_layer, what .peers/bench_peers.py's pymoe runs), in first-seen order."""
     from pymoe.bench import random_layer
-    from pymoe.cuda import launch
     from pymoe.cuda.device_weights import _scale_bytes
     from pymoe.plan import Caps
     from pymoe.presets import PRESETS
-    os.makedirs(a.dir, exist_ok=True)
     tokens = [int(t) for t in a.tokens.split(",")]
     keys = []
     for name in a.preset.split(","):
         pr = PRESETS[name]
+        if a.peer_layer:        # .peers/bench_peers.py's pymoe: silu, gate_up, no bias
+            pr = dataclasses.replace(pr, activation="silu", w13_layout="gate_up", bias=False)
         ew = random_layer(pr, a.format, 0, None)
         caps = Caps.for_weights(ew, max_tokens=max(tokens), top_k=pr.top_k, dtype=a.dtype,
                                 block_size_m=a.block_size,
@@ -70,6 +71,14 @@ def pack(a) -> int:
             if k not in keys:
                 keys.append(k)
         del ew
+    return keys
+
+
+def pack(a) -> int:
+    _tree(a)
+    from pymoe.cuda import launch
+    os.makedirs(a.dir, exist_ok=True)
+    keys = bench_keys(a)
     n = 0
     for i, k in enumerate(keys):
         path = os.path.join(a.dir, f"{i:03d}_{k.kernel}.json")
@@ -116,6 +125,9 @@ def main(argv=None) -> int:
     p.add_argument("dir")
     p.add_argument("--tree", default=".")
     p.add_argument("--preset", default="gpt-oss-120b,qwen3-30b-a3b")
+    p.add_argument("--peer-layer", action="store_true",
+                   help="the layer .peers/bench_peers.py runs pymoe on (silu, gate_up "
+                        "w13, no bias) instead of the preset's")
     p.add_argument("--tokens", default="1,8,64")
     p.add_argument("--format", default="mxfp4")
     p.add_argument("--dtype", default="bfloat16")

@@ -38,7 +38,7 @@ __all__ = [
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "route_pack_grid",
     "WGMMA_RING", "WGMMA_V2_RING", "WGMMA_V2_MAX_BLOCK", "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
-    "WGMMA_V2_WARPGROUPS", "gemm_warpgroups", "gemm_max_regs", "WGMMA_FOLD_BYTES",
+    "WGMMA_V2_WARPGROUPS", "gemm_warpgroups", "gemm_threads", "gemm_max_regs", "WGMMA_FOLD_BYTES",
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
@@ -573,6 +573,11 @@ def gemm_warpgroups(gemm: str, block: int) -> int:
     """Warpgroups (of GEMM_THREADS) a packed fc1 / fc2 CTA runs: each takes
     GEMM_TILE_ROWS weight rows, so tile_n and the CTA's threads scale with it."""
     return WGMMA_V2_WARPGROUPS[block] if gemm_reads_v2(gemm, block) else 1
+
+
+def gemm_threads(gemm: str, block: int) -> int:
+    """Threads a packed fc1 / fc2 CTA runs: GEMM_THREADS a warpgroup."""
+    return GEMM_THREADS * gemm_warpgroups(gemm, block)
 
 
 def pick_gemm(variant: str, cc: tuple[int, int] | None, format: str, dtype: str,

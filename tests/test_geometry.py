@@ -104,6 +104,7 @@ def test_tiles_live_in_geometry():
             g = geo.gemm_warpgroups("wgmma", b)
             assert g == (geo.WGMMA_V2_WARPGROUPS[b] if b <= geo.WGMMA_V2_MAX_BLOCK else 1)
             assert (w1.tile_n, w2.tile_n) == (fc1_n * g, geo.FC2_TILE_N * g)
+            assert geo.gemm_threads("wgmma", b) == geo.GEMM_THREADS * g
         d1, d2, dc = geo.launch_keys("decode", None, activation=act, **kw)
         half = geo.V2_TILE_ROWS // 2 if act == "silu" else geo.V2_TILE_ROWS
         assert (d1.tile_n, d2.tile_n, dc) == (half, geo.V2_TILE_ROWS, kc)

@@ -65,17 +65,23 @@ def test_ncu_source_top_ranks_instructions_and_opcodes(tmp_path):
     assert len(top) == 2 and "stall_long_sb=900" in top[0] and "BAR.SYNC" in top[1]
 
 
+def _ptx_pack():
+    """tools/ptx_pack.py as a module (tools/ is not a package)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import ptx_pack
+    finally:
+        sys.path.pop(0)
+    return ptx_pack
+
+
 def test_ptx_pack_writes_each_bench_key_once(tmp_path):
     """tools/ptx_pack.py pack: one JSON file a LaunchKey the bench would prewarm
     (tiny preset, T = 1: the decode regime's 3 keys), PTX whose .version the
     H200's driver takes, and keys that rebuild to the same LaunchKey; a second
     run compiles nothing."""
     import json
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        import ptx_pack
-    finally:
-        sys.path.pop(0)
+    ptx_pack = _ptx_pack()
     out = tmp_path / "pack"
     cmd = [sys.executable, "tools/ptx_pack.py", "pack", str(out), "--preset", "tiny",
            "--tokens", "1"]
@@ -99,11 +105,7 @@ def test_ptx_pack_peer_layer_keys():
     gate_up, no bias), not the preset's (gpt-oss: swigluoai with biases): the
     same regimes and blocks, different keys.  Selection only, nothing compiled."""
     import argparse
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        import ptx_pack
-    finally:
-        sys.path.pop(0)
+    ptx_pack = _ptx_pack()
     base = dict(preset="gpt-oss-20b", tokens="1,512", format="mxfp4", dtype="bfloat16",
                 block_size=None, decode_max_tokens=None)
     own = ptx_pack.bench_keys(argparse.Namespace(peer_layer=False, **base))

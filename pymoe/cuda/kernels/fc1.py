@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64
 
-from ...geometry import (LaunchKey, gemm_max_regs, gemm_reads_v2, gemm_warpgroups,
-                         is_gated)
-from .common import (THREADS, TILE_ROWS, activation_code, make_fc1_epilogue, shape_of)
+from ...geometry import (LaunchKey, gemm_max_regs, gemm_reads_v2, gemm_threads,
+                         gemm_warpgroups, is_gated)
+from .common import (TILE_ROWS, activation_code, make_fc1_epilogue, shape_of)
 from .gemm import acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
 from .spec import KernelSpec
@@ -32,7 +32,7 @@ def build(key: LaunchKey) -> KernelSpec:
     _, store, _ = make_act_io(key.dtype)
     gated = is_gated(key.activation)
     wgs = gemm_warpgroups(key.gemm, b)          # warpgroups a CTA, 64 weight rows each
-    nthr = THREADS * wgs
+    nthr = gemm_threads(key.gemm, b)
     rows = TILE_ROWS * wgs                      # accumulator rows a route (its tile)
     tn = key.tile_n
     tn1 = tn // wgs                             # columns a warpgroup

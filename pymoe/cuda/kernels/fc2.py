@@ -13,8 +13,8 @@ from __future__ import annotations
 from numba import cuda, float32, int32, int64, uint64
 
 from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_max_regs,
-                         gemm_reads_v2, gemm_warpgroups)
-from .common import (THREADS, TILE_ROWS, activation_code, make_fc2_epilogue, shape_of)
+                         gemm_reads_v2, gemm_threads, gemm_warpgroups)
+from .common import (TILE_ROWS, activation_code, make_fc2_epilogue, shape_of)
 from .gemm import acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
 from .routes import local_expert
@@ -30,7 +30,7 @@ def build(key: LaunchKey) -> KernelSpec:
     hid = key.hidden_size
     epi = make_fc2_epilogue(key)
     wgs = gemm_warpgroups(key.gemm, b)          # warpgroups a CTA, 64 weight rows each
-    nthr = THREADS * wgs
+    nthr = gemm_threads(key.gemm, b)
     tn = key.tile_n                             # = the accumulator rows a route
     assert tn == TILE_ROWS * wgs, key
     acc_n = acc_tile_words(key, b)              # b x tn, or more: the GEMM's B ring

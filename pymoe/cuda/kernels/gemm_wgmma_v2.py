@@ -50,9 +50,9 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32
 
-from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_RING, LaunchKey, gemm_warpgroups, is_gated,
-                         v2_k_tiles, v2_row_tiles, v2_scale_bytes)
-from .common import (M14, M126, THREADS, TILE_ROWS, Shape, make_decoder, make_pair16,
+from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_RING, LaunchKey, gemm_threads,
+                         gemm_warpgroups, is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
+from .common import (M14, M126, TILE_ROWS, Shape, make_decoder, make_pair16,
                      make_round_pair, tile_roles)
 from .gemm_mma import make_route_row
 from .ptx import gaddr, ld_nc1, ld_nc4, mul2_bf16, mul2_f16, smem_u32, sts4
@@ -95,7 +95,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     ring = WGMMA_V2_RING
     assert ring >= 3
     wgs = gemm_warpgroups(key.gemm, b)
-    nthr = THREADS * wgs
+    nthr = gemm_threads(key.gemm, b)
     rows = TILE_ROWS * wgs                                 # accumulator rows a route
     assert 4 * b <= nthr, b                                # a thread stages one k-step
     # static shared memory: the caller's fp32 accumulator tile (which holds the B

@@ -111,9 +111,11 @@ def _scale_bytes(experts: ExpertWeights) -> tuple[int, int]:
 
 def to_device(experts: ExpertWeights, *, packed_rows: bool = True) -> DeviceWeights:
     """Upload prepared weights to the current device (once; later calls hit a
-    cache).  DeviceWeights pass through unchanged.  packed_rows=False uploads
-    layout v2 only (see DeviceWeights); an upload with the packed rows also
-    serves later calls that ask for none."""
+    cache) and wait for the upload, so a call on any stream may read them (the
+    copies and the layout-v2 packing are enqueued on the current stream, which
+    a non-blocking stream does not wait for).  DeviceWeights pass through
+    unchanged.  packed_rows=False uploads layout v2 only (see DeviceWeights);
+    an upload with the packed rows also serves later calls that ask for none."""
     if isinstance(experts, DeviceWeights):
         if packed_rows and not experts.has_packed_rows:
             raise ValueError("experts: DeviceWeights uploaded with packed_rows=False; "
@@ -151,6 +153,8 @@ def to_device(experts: ExpertWeights, *, packed_rows: bool = True) -> DeviceWeig
                       w13_words=words["w13"], w2_words=words["w2"],
                       scale_lut=xp.asarray(scale_lut(experts.format)),
                       **v2, scale_bytes=_scale_bytes(experts), device_id=dev)
+    if not SIM:     # the uploads and the layout-v2 packing ran on the current stream:
+        xp.cuda.get_current_stream().synchronize()   # done before any stream reads them
     per[dev] = d
     return d
 

@@ -46,9 +46,13 @@ def allocate_scratch(plan, pool=None):
 
 def device_inputs(**arrays) -> dict:
     """The one-shot path's inputs on the device: CuPy views of CuPy / torch /
-    CUDA-array-interface / DLPack arrays (zero copy), NumPy uploaded once;
-    None stays None."""
-    return {n: None if a is None else as_cupy(n, a) for n, a in arrays.items()}
+    CUDA-array-interface / DLPack arrays (zero copy), NumPy uploaded once and
+    waited for (the copies run on the current stream; the call may run on
+    another, non-blocking one); None stays None."""
+    out = {n: None if a is None else as_cupy(n, a) for n, a in arrays.items()}
+    if any(isinstance(a, np.ndarray) for a in arrays.values()):
+        _cupy().cuda.get_current_stream().synchronize()
+    return out
 
 
 def _prepare(b: Binding, out, stream) -> list:

@@ -154,3 +154,73 @@ def test_decode_misaligned_activations(case):
                         backend="cuda", apply_router_weight_on_input=case.on_input)
     np.testing.assert_array_equal(y.get().view(np.uint16),
                                   np.asarray(runs[0]["y"]).view(np.uint16))
+
+
+_SPIN = r'''
+extern "C" __global__ void spin(unsigned long long cycles) {
+    unsigned long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }
+}
+'''
+
+
+def test_uploaded_weights_are_ready_on_another_stream():
+    """to_device enqueues its copies and the layout-v2 packing on the current
+    stream; a call on a non-blocking stream right after it must see them done.
+    A kernel spinning ~0.5 s on the current stream holds the upload back, so
+    without to_device's wait the decode kernels would read unpacked weights."""
+    import cupy as cp
+    from pymoe.bench import _inputs, random_layer
+    from pymoe.cuda import allocate_scratch, prewarm, to_device
+    from pymoe.cuda.runner import run
+    from pymoe.presets import PRESETS
+    from tests.cuda.diff import poisoned, to_f32
+    from pymoe.testing import assert_close
+    pr = PRESETS["tiny"]
+    rng = np.random.default_rng(11)
+    x, w, ids = _inputs(rng, 3, pr, pr.num_experts, "bfloat16")     # x: bf16 bits
+    warm = to_device(random_layer(pr, seed=1))           # compile every key first
+    plan = pymoe.plan(pymoe.Caps.for_weights(warm, max_tokens=3, top_k=pr.top_k,
+                                             dtype="bfloat16"))
+    prewarm(plan, experts=warm)
+    scratch = allocate_scratch(plan)
+    host = random_layer(pr, seed=2)                       # a fresh upload, same keys
+    cp.cuda.Device().synchronize()
+    spin = cp.RawKernel(_SPIN, "spin")
+    spin((1,), (1,), (cp.uint64(10 ** 9),))               # on the current (null) stream
+    dev = to_device(host)
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        xd, wd, idd = cp.asarray(x), cp.asarray(w), cp.asarray(ids)
+        out = cp.asarray(poisoned(x.shape, x.dtype))
+    b = plan.bind(scratch=scratch, x=xd, experts=dev, topk_weights=wd, topk_ids=idd, out=out)
+    run(b, stream=s)
+    s.synchronize()
+    want = pymoe.fused_moe(x, host, w, ids, backend="ref")
+    assert_close(to_f32(cp.asnumpy(out), "bfloat16"), to_f32(want, "bfloat16"),
+                 dtype="bfloat16", what="weights uploaded while the null stream was busy")
+
+
+def test_one_shot_numpy_inputs_are_ready_on_another_stream():
+    """fused_moe(backend='cuda') uploads NumPy inputs on the current stream and
+    runs on the caller's; with that stream non-blocking and the current one
+    busy (a spinning kernel), the call must still read the uploaded inputs."""
+    import cupy as cp
+    from pymoe.bench import _inputs, random_layer
+    from pymoe.presets import PRESETS
+    from pymoe.testing import assert_close
+    from tests.cuda.diff import to_f32
+    pr = PRESETS["tiny"]
+    rng = np.random.default_rng(12)
+    host = random_layer(pr, seed=3)
+    x, w, ids = _inputs(rng, 5, pr, pr.num_experts, "bfloat16")
+    pymoe.fused_moe(x, host, w, ids, backend="cuda")     # upload, plan, compile: cached
+    x, w, ids = _inputs(rng, 5, pr, pr.num_experts, "bfloat16")     # fresh inputs
+    cp.cuda.Device().synchronize()
+    cp.RawKernel(_SPIN, "spin")((1,), (1,), (cp.uint64(10 ** 9),))
+    s = cp.cuda.Stream(non_blocking=True)
+    y = pymoe.fused_moe(x, host, w, ids, backend="cuda", stream=s)
+    s.synchronize()
+    want = pymoe.fused_moe(x, host, w, ids, backend="ref")
+    assert_close(to_f32(cp.asnumpy(y), "bfloat16"), to_f32(want, "bfloat16"),
+                 dtype="bfloat16", what="inputs uploaded while the null stream was busy")

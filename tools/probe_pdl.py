@@ -109,11 +109,14 @@ VARIANTS = {"plain": (0, 0, False), "pdl": (1, 1, True), "pdl-late": (0, 1, True
             "pdl-wait0": (1, 2, True)}          # (trigger, wait_at, PDL attribute)
 
 
-def reference(w1, w2, x, per1, per2, ctas):
-    """b [ctas, THREADS] in float64: thread t of a CTA sums words t, t + THREADS..."""
-    s1 = (w1 & 0xFFFF).astype(np.float64).reshape(ctas, per1 // THREADS, THREADS).sum(1)
+def thread_sums(w, per, ctas):
+    """[ctas, THREADS]: what thread t of CTA c sums of w (words t, t + THREADS...)."""
+    return (w & 0xFFFF).astype(np.float64).reshape(ctas, per // THREADS, THREADS).sum(1)
+
+
+def reference(s1, s2, x):
+    """b [ctas, THREADS] in float64 from the two weight arrays' thread sums."""
     a = x[:, None].astype(np.float64) + s1 * 1e-9
-    s2 = (w2 & 0xFFFF).astype(np.float64).reshape(ctas, per2 // THREADS, THREADS).sum(1)
     return a.sum(0)[None, :] + s2 * 1e-9
 
 
@@ -180,7 +183,8 @@ def run_gpu() -> int:
         a = cp.empty(ctas * THREADS, cp.float32)
         b = cp.empty(ctas * THREADS, cp.float32)
         s = cp.cuda.Stream(non_blocking=True)
-        w1h, w2h = cp.asnumpy(w1), cp.asnumpy(w2)
+        s1 = thread_sums(cp.asnumpy(w1), per1, ctas)
+        s2 = thread_sums(cp.asnumpy(w2), per2, ctas)
         for name, (trig, wait_at, pdl) in VARIANTS.items():
             p1 = ExLauncher(k["producer"].prepare((ctas,), (w1, per1, x, a, trig)), False)
             p2 = ExLauncher(k["consumer"].prepare((ctas,), (w2, per2, a, ctas * THREADS, b,
@@ -201,7 +205,7 @@ def run_gpu() -> int:
                     b.fill(np.nan)
                     (fwd if rep == 0 else (lambda: g.launch(s)))()
                     s.synchronize()
-                    want = reference(w1h, w2h, xh, per1, per2, ctas)
+                    want = reference(s1, s2, xh)
                     got = cp.asnumpy(b).reshape(ctas, THREADS).astype(np.float64)
                     if not np.allclose(got, want, rtol=1e-5, atol=1e-3):
                         bad += 1

@@ -164,6 +164,14 @@ extern "C" __global__ void spin(unsigned long long cycles) {
 '''
 
 
+def _hold_current_stream():
+    """Idle the device, then keep the current stream busy ~0.5 s (a spinning
+    kernel), so whatever is enqueued on it next waits behind that."""
+    import cupy as cp
+    cp.cuda.Device().synchronize()
+    cp.RawKernel(_SPIN, "spin")((1,), (1,), (cp.uint64(10 ** 9),))
+
+
 def test_uploaded_weights_are_ready_on_another_stream():
     """to_device enqueues its copies and the layout-v2 packing on the current
     stream; a call on a non-blocking stream right after it must see them done.
@@ -185,9 +193,7 @@ def test_uploaded_weights_are_ready_on_another_stream():
     prewarm(plan, experts=warm, progress=False)
     scratch = allocate_scratch(plan)
     host = random_layer(pr, seed=2)                       # a fresh upload, same keys
-    cp.cuda.Device().synchronize()
-    spin = cp.RawKernel(_SPIN, "spin")
-    spin((1,), (1,), (cp.uint64(10 ** 9),))               # on the current (null) stream
+    _hold_current_stream()                                # the current (null) stream
     dev = to_device(host)
     s = cp.cuda.Stream(non_blocking=True)
     with s:
@@ -216,8 +222,7 @@ def test_one_shot_numpy_inputs_are_ready_on_another_stream():
     x, w, ids = _inputs(rng, 5, pr, pr.num_experts, "bfloat16")
     pymoe.fused_moe(x, host, w, ids, backend="cuda")     # upload, plan, compile: cached
     x, w, ids = _inputs(rng, 5, pr, pr.num_experts, "bfloat16")     # fresh inputs
-    cp.cuda.Device().synchronize()
-    cp.RawKernel(_SPIN, "spin")((1,), (1,), (cp.uint64(10 ** 9),))
+    _hold_current_stream()
     s = cp.cuda.Stream(non_blocking=True)
     y = pymoe.fused_moe(x, host, w, ids, backend="cuda", stream=s)
     s.synchronize()

@@ -9,6 +9,9 @@ README's table.
                         (tensor cores, mma.sync), wgmma (Hopper's warpgroup MMA, sm_90
                         only) or fma (the plain CUDA-core GEMM the simulator runs); read
                         here only (``gemm_variant``), carried by LaunchKey.gemm
+    PYMOE_PDL           0 launches decode_fc2 and the combine as ordinary launches
+                        (default 1: programmatic dependent launches on sm_90+,
+                        launch.pdl_enabled)
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import os
 
 __all__ = ["get_str", "get_bool", "gemm_variant"]
 
-KNOWN = ("PYMOE_CACHE_DIR", "PYMOE_DISK_CACHE", "PYMOE_GEMM", "PYMOE_HYPOTHESIS_PROFILE",
+KNOWN = ("PYMOE_CACHE_DIR", "PYMOE_DISK_CACHE", "PYMOE_GEMM", "PYMOE_PDL", "PYMOE_HYPOTHESIS_PROFILE",
          "PYMOE_FUZZ_EXAMPLES", "PYMOE_FUZZ_SEED", "PYMOE_FUZZ_SHARD")
 
 

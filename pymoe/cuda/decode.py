@@ -4,7 +4,8 @@ for all of that expert's routes.
 
     decode_fc1  one launch, grid geometry.decode_grid(row tiles of w13, R, E)
     decode_fc2  one launch, the same over w2 -> route_out (fp32, valid routes)
-(then fc2.combine sums each token's k routes in j order).
+(then fc2.combine sums each token's k routes in j order).  decode_fc2 is a
+dependent launch (programmatic on sm_90: launch.pdl_enabled).
 The kernels are pymoe/cuda/kernels/decode.py.
 """
 from __future__ import annotations
@@ -53,7 +54,7 @@ def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, ke
     return resolve(key, stream).prepare(
         decode_grid(ntr, r, e, _num_sms()),
         (a, ids, stride, k, emap, has_map, num_ids, r, topk_weights, w, s,
-         experts.scale_lut, g, b, out, avec))
+         experts.scale_lut, g, b, out, avec), dependent=which == "w2")
 
 
 def prepare_decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,

@@ -3,6 +3,7 @@ the router-weighted sum over top-k in j order (no atomics).
 
     fc2      one launch over every planned block: route_out[r] (fp32)
     combine  one launch: y[t] = round(sum_j route_out[t*k + j]) over valid routes
+             (a dependent launch: programmatic on sm_90, launch.pdl_enabled)
 The kernels are pymoe/cuda/kernels/fc2.py.
 """
 from __future__ import annotations
@@ -47,7 +48,7 @@ def prepare_combine(route_out, topk_ids, expert_map, num_experts: int, out, *,
     t, k = topk_ids.shape
     return resolve(key, stream).prepare(
         (-(-out.shape[1] // key.tile_n), t),
-        (route_out, ids, stride, k, emap, has_map, num_ids, out))
+        (route_out, ids, stride, k, emap, has_map, num_ids, out), dependent=True)
 
 
 def combine(route_out, topk_ids, expert_map, num_experts: int, out, *, key: LaunchKey,

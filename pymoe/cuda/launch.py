@@ -9,6 +9,11 @@ only by name, through the registry in pymoe/cuda/kernels (``builder``).
                            on, raise BEFORE any disk lookup, load or compile;
                            else disk cache -> compile -> load.
     Kernel.launch(grid, args, stream)   one cuLaunchKernel on the caller's stream.
+    Kernel.prepare(grid, args, dependent=True)   a programmatic dependent launch
+                           on sm_90+ (pdl_enabled): cuLaunchKernelEx with
+                           PROGRAMMATIC_STREAM_SERIALIZATION, so the grid may start
+                           while the one before it runs; the kernel calls
+                           ptx.pdl_wait() before it reads what that grid wrote.
 
 Disk cache entries are PTX text keyed by sha256(LaunchKey, kernel sources,
 numba / numba-cuda / driver versions, compute capability), written atomically
@@ -39,12 +44,13 @@ from ..geometry import LaunchKey
 from ..interop import as_stream
 from .kernels import builder
 from .kernels.intrinsics import SIM
+from .kernels.ptx import PDL_OPS
 from .kernels.spec import NUMPY_TYPES, KernelSpec
 
 __all__ = ["KernelSpec", "Kernel", "resolve", "LaunchNotResolvedError",
            "KernelResolutionFrozenError", "freeze", "unfreeze", "is_frozen",
            "is_capturing", "launch_stream", "PreparedLaunch", "cache_path", "stats",
-           "clear_memory_cache", "load_spec", "compile_ptx"]
+           "clear_memory_cache", "load_spec", "compile_ptx", "pdl_enabled"]
 
 
 class LaunchNotResolvedError(RuntimeError):
@@ -106,11 +112,15 @@ class Kernel:
         """Enqueue on ``stream`` (an object with .ptr, or None): prepare + call."""
         self.prepare(grid, args)(stream)
 
-    def prepare(self, grid, args) -> "PreparedLaunch":
+    def prepare(self, grid, args, *, dependent: bool = False) -> "PreparedLaunch":
         """The launch with its arguments laid out, not enqueued.
 
         args: per argtype an array (CuPy on the GPU, NumPy in the simulator) or a
-        scalar; ``None`` for an array the kernel will not read (a flag says so)."""
+        scalar; ``None`` for an array the kernel will not read (a flag says so).
+        dependent: launch it as a programmatic dependent of the grid before it in
+        the stream where pdl_enabled() (the kernel must pdl_wait() before reading
+        that grid's output, and write nothing that grid reads before it); an
+        ordinary launch elsewhere."""
         if not isinstance(grid, tuple):
             grid = (grid,)
         if SIM:
@@ -121,6 +131,7 @@ class Kernel:
                 else:
                     conv.append(sc(a))
             return PreparedLaunch(self, grid, tuple(conv))
+        dependent = dependent and pdl_enabled()
         slots = []                                  # one 8-byte slot per ABI value
         for a, is_arr, sc in zip(args, self._is_array, self._scalar):
             if is_arr:
@@ -133,7 +144,47 @@ class Kernel:
                 slots.append(int(np.array([a, 0], np.float32).view(np.uint64)[0]))
             else:
                 slots.append(int(a) & 0xFFFFFFFFFFFFFFFF)
-        return PreparedLaunch(self, grid, tuple(slots))
+        return PreparedLaunch(self, grid, tuple(slots), dependent)
+
+
+def pdl_enabled() -> bool:
+    """Whether dependent launches go out as programmatic dependent launches: on a
+    GPU of compute capability 9.0 or newer (griddepcontrol), unless PYMOE_PDL=0
+    (then they are ordinary launches of the same PTX, where pdl_wait is a no-op)."""
+    if SIM or not env.get_bool("PYMOE_PDL", True):
+        return False
+    return _device_cc() >= (9, 0)
+
+
+class _ExLaunch:
+    """One cuLaunchKernelEx (cuda-python's driver binding) of a prepared launch
+    with PROGRAMMATIC_STREAM_SERIALIZATION: the config is built once."""
+    __slots__ = ("drv", "cfg", "fn", "params", "streams")
+
+    def __init__(self, fn_ptr: int, dims: tuple, params_ptr: int):
+        from cuda.bindings import driver as drv
+        cfg = drv.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ, cfg.blockDimX = dims
+        cfg.blockDimY = cfg.blockDimZ = 1
+        cfg.sharedMemBytes = 0
+        at = drv.CUlaunchAttribute()
+        at.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        at.value.programmaticStreamSerializationAllowed = 1
+        cfg.attrs = [at]
+        cfg.numAttrs = 1
+        self.drv, self.cfg, self.params = drv, cfg, params_ptr
+        self.fn = drv.CUfunction(fn_ptr)
+        self.streams: dict = {}
+
+    def __call__(self, stream) -> None:
+        ptr = 0 if stream is None else stream.ptr
+        h = self.streams.get(ptr)
+        if h is None:
+            h = self.streams[ptr] = self.drv.CUstream(ptr)
+        self.cfg.hStream = h
+        err, = self.drv.cuLaunchKernelEx(self.cfg, self.fn, self.params, 0)
+        if err != self.drv.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuLaunchKernelEx ({self.fn}): {err}")
 
 
 class PreparedLaunch:
@@ -144,10 +195,12 @@ class PreparedLaunch:
     Numba's ABI flattens a 1-D array to (meminfo, parent, nitems, itemsize,
     data, shape, stride); every value is 8 bytes except float32 scalars, which
     sit in the low half of their slot (little endian)."""
-    __slots__ = ("kernel", "grid", "_values", "_params", "_params_ptr", "_fn", "_dims")
+    __slots__ = ("kernel", "grid", "_values", "_params", "_params_ptr", "_fn", "_dims",
+                 "_ex")
 
-    def __init__(self, kernel: Kernel, grid: tuple, args: tuple):
+    def __init__(self, kernel: Kernel, grid: tuple, args: tuple, dependent: bool = False):
         self.kernel, self.grid = kernel, grid
+        self._ex = None
         if SIM:
             self._values = args
             return
@@ -158,13 +211,22 @@ class PreparedLaunch:
         self._fn = kernel.function.ptr
         g = tuple(grid) + (1, 1)
         self._dims = (int(g[0]), int(g[1]), int(g[2]), kernel.threads)
+        if dependent and all(self._dims[:3]):
+            self._ex = _ExLaunch(self._fn, self._dims, self._params_ptr)
+
+    @property
+    def dependent(self) -> bool:
+        """Whether this launch goes out as a programmatic dependent launch."""
+        return self._ex is not None
 
     def __call__(self, stream=None) -> None:
         if SIM:
             self.kernel.function[self.grid, self.kernel.threads](*self._values)
             return
         gx, gy, gz, bx = self._dims
-        if gx and gy and gz:
+        if self._ex is not None:
+            self._ex(stream)
+        elif gx and gy and gz:
             _launch_kernel(self._fn, gx, gy, gz, bx, 1, 1, 0,
                            0 if stream is None else stream.ptr, self._params_ptr, 0)
 
@@ -313,6 +375,9 @@ def _compile(spec: KernelSpec, cc: tuple[int, int]) -> str:
             ptx, _ = cuda.compile_ptx(spec.pyfunc, spec.signature, cc=target)
         finally:
             nd.get_current_device = saved
+    if target[:2] < (9, 0):                # no griddepcontrol before sm_90 (ptx.pdl_wait)
+        for op in PDL_OPS:
+            ptx = ptx.replace(op, "")
     if spec.max_regs is not None:          # .maxnreg goes between the entry's
         m = re.search(r"\.entry[^{]*", ptx)  # parameter list and its body
         ptx = ptx[:m.end()] + f".maxnreg {int(spec.max_regs)}\n" + ptx[m.end():]

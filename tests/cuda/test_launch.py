@@ -168,6 +168,44 @@ def test_every_reachable_kernel_compiles_to_ptx(preset, max_tokens, fmt, monkeyp
             assert "mma.sync.aligned.m16n8k16" in ptx and "bar.sync" in ptx, key.kernel
 
 
+def test_dependent_launch_waits_are_in_sm90_ptx_only():
+    """decode_fc1 / decode_fc2 let their dependents start (launch_dependents) and
+    decode_fc2 / the combine wait (griddepcontrol.wait) before reading the grid
+    before them: in PTX for sm_90; for sm_80, where the instructions do not exist
+    and nothing is launched dependent, _compile removes them (ptxas accepts both)."""
+    if launch.SIM:
+        pytest.skip("the simulator replaces the compiler")
+    wait, trigger = "griddepcontrol.wait;", "griddepcontrol.launch_dependents;"
+    fc2 = geo.LaunchKey("decode_fc2", format="mxfp4", activation="silu", dtype="bfloat16",
+                        hidden_size=64, intermediate_size=32, tile_n=16)
+    comb = geo.LaunchKey("combine", format="", activation="", dtype="bfloat16",
+                         hidden_size=64, intermediate_size=0, tile_n=geo.COMBINE_TILE_N)
+    want = {KEY: (False, True), fc2: (True, True), comb: (True, False)}
+    for key, (waits, triggers) in want.items():
+        ptx90, _ = launch.compile_ptx(key, (9, 0))
+        assert (wait in ptx90, trigger in ptx90) == (waits, triggers), key.kernel
+        ptx80, _ = launch.compile_ptx(key, (8, 0))
+        assert "griddepcontrol" not in ptx80, key.kernel
+        assemble(ptx90)
+        assemble(ptx80)
+
+
+def test_pdl_switch(monkeypatch):
+    """PYMOE_PDL=0 (or a device before sm_90) turns dependent launches into
+    ordinary ones; a bad value is refused."""
+    monkeypatch.setattr(launch, "SIM", False)
+    monkeypatch.setattr(launch, "_device_cc", lambda: (9, 0))
+    assert launch.pdl_enabled()
+    monkeypatch.setenv("PYMOE_PDL", "0")
+    assert not launch.pdl_enabled()
+    monkeypatch.setenv("PYMOE_PDL", "1")
+    monkeypatch.setattr(launch, "_device_cc", lambda: (8, 9))
+    assert not launch.pdl_enabled()
+    monkeypatch.setenv("PYMOE_PDL", "later")
+    with pytest.raises(ValueError, match="PYMOE_PDL='later'"):
+        launch.pdl_enabled()
+
+
 # ------------------------------------------------------------------ on the GPU
 
 def _gpu_problem(T, E=8, H=256, I=128, k=4, seed=0):
@@ -229,6 +267,65 @@ def test_graph_capture_replay_matches_eager(T):
         s.synchronize()
         assert not np.isnan((out.get().astype(np.uint32) << 16).view(np.float32)).any()
         np.testing.assert_array_equal(out.get(), want.get(), err_msg=f"replay {rep}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("T", [1, 8, 64])
+def test_dependent_launches_match_ordinary_ones_eager_and_replayed(T, monkeypatch):
+    """On sm_90 decode_fc2 and the combine go out as programmatic dependent launches
+    (they may start while the kernel before them runs): bit-equal to PYMOE_PDL=0's
+    ordinary launches of the same kernels, eager and in 16 graph replays on fresh
+    inputs with the output NaN-poisoned, and equal to the reference."""
+    import cupy as cp
+    from pymoe.testing import assert_close
+    prob = _gpu_problem(T, H=320, I=192, seed=T)
+    ew = pymoe.cuda.to_device(prob.experts)
+    plan = pymoe.plan(pymoe.Caps.for_weights(prob.experts, max_tokens=64, top_k=4))
+    pymoe.cuda.prewarm(plan, progress=False)
+    pdl = launch.pdl_enabled()
+    s = cp.cuda.Stream(non_blocking=True)
+    rng = np.random.default_rng(100 + T)
+    runs = {}
+    for flag in ("1", "0"):
+        monkeypatch.setenv("PYMOE_PDL", flag)
+        with s:
+            x = cp.asarray(prob.x.view(np.uint16))
+            w, ids = cp.asarray(prob.topk_weights), cp.asarray(prob.topk_ids)
+            out = cp.full(x.shape, 0xFFFF, cp.uint16)
+        b = plan.bind(scratch=pymoe.cuda.allocate_scratch(plan), x=x, experts=ew,
+                      topk_weights=w, topk_ids=ids, out=out)
+        pymoe.run(b, stream=s)                        # eager, prepares the launches
+        s.synchronize()
+        deps = [p.dependent for p in b.cache["launches"]]
+        want = [False, True, True] if b.regime == "decode" else [False, False, False, True]
+        assert deps == [d and pdl and flag == "1" for d in want], deps
+        got = [out.get()]
+        s.begin_capture()
+        pymoe.run(b, stream=s)
+        g = s.end_capture()
+        runs[flag] = (b, x, w, ids, out, g, got)
+    inputs = [(prob.x.view(np.uint16), prob.topk_weights, prob.topk_ids)]
+    for rep in range(16):
+        nx = (rng.standard_normal(prob.x.shape).astype(np.float32).view(np.uint32) >> 16
+              ).astype(np.uint16)
+        nw, nids = pymoe.route_topk(rng.standard_normal((T, 8)), 4)
+        inputs.append((nx, nw, nids))
+        for b, x, w, ids, out, g, got in runs.values():
+            with s:
+                x.set(nx, stream=s)
+                w.set(np.ascontiguousarray(nw), stream=s)
+                ids.set(np.ascontiguousarray(nids), stream=s)
+                out.fill(0xFFFF)                      # NaN poison
+            g.launch(s)
+            s.synchronize()
+            got.append(out.get())
+    for i, (nx, nw, nids) in enumerate(inputs):
+        a, o = runs["1"][6][i], runs["0"][6][i]
+        assert not np.isnan((a.astype(np.uint32) << 16).view(np.float32)).any(), i
+        np.testing.assert_array_equal(a, o, err_msg=f"run {i}: PDL on / off")
+        if i in (0, len(inputs) - 1):
+            ref = pymoe.fused_moe(nx.view(prob.x.dtype), prob.experts, nw, nids)
+            assert_close(a.view(prob.x.dtype), ref, what=f"T={T} run {i}")
 
 
 @pytest.mark.gpu

@@ -11,6 +11,13 @@ K the reduction dim (H for fc1, I for fc2), KT = ceil(K/64) k-tiles, NTR row til
     decode_fc2  the same over w2: route_out[r, cols] = w_r * (W2[e] @ a_r * g2 + b2)
     (then fc2's combine sums the k routes of each token in j order)
 
+On sm_90 decode_fc2 and the combine are programmatic dependent launches
+(launch.PreparedLaunch.dependent): decode_fc1 and decode_fc2 let their
+dependent grid be scheduled at their start (pdl_trigger), and decode_fc2 does
+everything that reads inputs only (the routing scan, the scale tables, its
+ring's first weight stages) before pdl_wait, after which decode_fc1's output is
+complete and visible.  Before pdl_wait it writes nothing but shared memory.
+
 A CTA is DECODE_WARPS warps on ONE group of G = decode_row_group(NTR)
 16-row tiles side by side (row tiles i .. i + G - 1; G = 2 when NTR is even,
 else 1): warp w takes k-tiles w, w+4, ... of each (split K;
@@ -50,7 +57,7 @@ from .common import M14, M126, make_decoder, make_fc1_epilogue, make_fc2_epilogu
 from .intrinsics import SIM, act_code, bf16_to_f32, f32_to_bf16, make_act_io
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_commit, f2h, gaddr, h2f, ld_nc2,
                   lds1, lds2, lds4, make_cp_wait, mma_bf16, mma_f16, mul2_bf16, mul2_f16,
-                  smem_u32)
+                  pdl_trigger, pdl_wait, smem_u32)
 from .routes import local_expert
 from .spec import KernelSpec
 
@@ -416,6 +423,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
 
     def kernel(a, ids, stride, top_k, emap, has_map, num_ids, n_routes, tw, w, s, lut, gsc,
                bias, out, avec):
+        pdl_trigger()                # the next grid may be scheduled (it waits)
         tid = cuda.threadIdx.x
         warp = tid // 32
         lane = tid % 32
@@ -475,6 +483,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         cuda.syncthreads()
         e = info[0]
         if e < 0:
+            if not fc1:
+                pdl_wait()           # (a grid ends only after its wait)
             return
         for r in range(tid, n_routes, THREADS):
             if local_expert(ids, stride, r, emap, has_map, num_ids) == e:
@@ -509,6 +519,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         sr = ((smem_u32(rs) + uint32(7)) & uint32(0xFFFFFFF8)) + lr * uint32(sw)
         for q in range(depth - 1):
             st = produce(st, q, wr, sr, uint32(nk), uint32(npass), jp, jr)
+        if not fc1:
+            pdl_wait()               # decode_fc1's intermediate is complete from here
         nit = uint32(0)                                   # items consumed
         nkm = uint32(nk_main)
         nku = uint32(nk)

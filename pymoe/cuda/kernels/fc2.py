@@ -17,6 +17,7 @@ from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_max_regs,
 from .common import (TILE_ROWS, activation_code, make_fc2_epilogue, shape_of)
 from .gemm import acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
+from .ptx import pdl_wait
 from .routes import local_expert
 from .spec import KernelSpec
 
@@ -77,7 +78,9 @@ def build_combine(key: LaunchKey) -> KernelSpec:
     CTA (x, t): COMBINE_THREADS threads, COMBINE_VEC consecutive columns each
     (tile_n columns a CTA); whether route t*k + j is valid is decided once a CTA
     (threads j < k, into shared memory) when k <= COMBINE_MAX_K, else by every
-    thread.  Unsigned indices: no wraparound code around the loads."""
+    thread.  Unsigned indices: no wraparound code around the loads.  A dependent
+    launch (launch.PreparedLaunch.dependent): it reads route_out only after
+    pdl_wait, which follows the validity scan (inputs only)."""
     _, store, _ = make_act_io(key.dtype)
     hid = key.hidden_size
     tn = key.tile_n
@@ -95,6 +98,7 @@ def build_combine(key: LaunchKey) -> KernelSpec:
             for j in range(tid, top_k, threads):
                 ok[j] = local_expert(ids, stride, t * top_k + j, emap, has_map, num_ids)
             cuda.syncthreads()
+        pdl_wait()       # a dependent launch (sm_90): route_out is complete from here
         if n >= hid:
             return
         y0 = float32(0.0)

@@ -25,6 +25,15 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
     lds4/2/1(s)                4 / 2 / 1 uint32 at shared address s (volatile)
     sts2(s, w0, w1)            2 uint32 to shared address s (volatile; GPU only)
     sts4(s, w0, w1, w2, w3)    4 uint32 to shared address s (16-byte aligned; GPU only)
+    pdl_wait()                 griddepcontrol.wait: in a grid launched as a
+                               programmatic dependent (launch.PreparedLaunch
+                               .dependent), block until the grid before it in the
+                               stream has completed and its writes are visible
+    pdl_trigger()              griddepcontrol.launch_dependents: this CTA lets the
+                               dependent grid after it be scheduled now
+The two griddepcontrol instructions exist from sm_90; launch._compile removes
+them from PTX built for an older target (where nothing is launched dependent and
+both would be no-ops).  Under the simulator both are no-ops.
 The caller guarantees the alignment (16 / 8 / 4 bytes) and that the data is not
 written while the kernel runs (the .nc path is not coherent with stores).
 """
@@ -37,7 +46,8 @@ from numba.cuda.extending import intrinsic
 __all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
            "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
-           "cp_commit", "make_cp_wait", "lds4", "lds2", "lds1", "sts2", "sts4"]
+           "cp_commit", "make_cp_wait", "lds4", "lds2", "lds1", "sts2", "sts4",
+           "pdl_wait", "pdl_trigger", "PDL_OPS"]
 
 _I32 = ir.IntType(32)
 _I16 = ir.IntType(16)
@@ -266,6 +276,24 @@ def _cp_commit(typingctx):
     return sig, codegen
 
 
+# ---- programmatic dependent launch (sm_90+): the only text of these two asm
+# statements, which launch._compile strips for targets before sm_90
+PDL_OPS = ("griddepcontrol.wait;", "griddepcontrol.launch_dependents;")
+
+
+def _make_void(text):
+    @intrinsic
+    def fn(typingctx):
+        sig = types.void()
+
+        def codegen(context, builder, signature, args):
+            _void_asm(builder, text, "~{memory}", [])
+            return context.get_dummy_value()
+
+        return sig, codegen
+    return fn
+
+
 def _make_cp_wait(n: int):
     """cp_wait(): cp.async.wait_group n (at most n of this thread's groups pending)."""
     @intrinsic
@@ -409,9 +437,14 @@ if config.ENABLE_CUDASIM:
             return v if words > 1 else v[0]
         return lds
 
+    def _sim_noop():
+        pass
+
     smem_u32, cp_commit, make_cp_wait = _sim_smem_u32, _sim_commit, _sim_make_wait
+    pdl_wait = pdl_trigger = _sim_noop
     cp_async16_g, cp_async8_g, cp_async4_g = _sim_copy_g(4), _sim_copy_g(2), _sim_copy_g(1)
     gaddr = _sim_gaddr
     lds4, lds2, lds1 = _sim_lds(4), _sim_lds(2), _sim_lds(1)
 else:
     smem_u32, cp_commit, make_cp_wait, gaddr = _smem_u32, _cp_commit, _make_cp_wait, _gaddr
+    pdl_wait, pdl_trigger = _make_void(PDL_OPS[0]), _make_void(PDL_OPS[1])

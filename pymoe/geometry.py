@@ -47,6 +47,7 @@ __all__ = [
     "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_PAIR_CTAS_PER_SM",
     "DECODE_RING",
     "DECODE_ROW_GROUP", "decode_row_group", "decode_ring_stages",
+    "DECODE_PDL_MAX_ROUTES", "decode_dependent",
 ]
 
 # Orthogonal choices, each a small string enum.
@@ -97,6 +98,14 @@ DECODE_MIN_CUT = 8
 # (T*k) per decode call, so a large top_k moves the cut down.
 DECODE_ROUTE_CAP = 1024
 assert DECODE_ROUTE_CAP <= 2**15 - 1          # the decode kernels keep routes as int16
+# Programmatic dependent launches (sm_90, launch.pdl_enabled): decode_fc2 and the
+# combine go out dependent on the kernel before them while a decode call has at
+# most DECODE_PDL_MAX_ROUTES routes (T*k).  H200, graph replay, MXFP4 / bf16, us
+# (main / PDL; docs/performance.md step 9): gpt-oss-120b T = 1 52.7 / 49.3,
+# T = 8 254.1 / 250.3, T = 16 362.1 / 363.6; qwen3-30b-a3b T = 1 32.1 / 29.1,
+# T = 2 46.5 / 42.0, T = 8 110.7 / 106.9, T = 16 (128 routes) 170.9 / 182.8; the
+# packed regime's combine at T = 64: no change either way.
+DECODE_PDL_MAX_ROUTES = 64
 
 # Arena offsets are aligned to 128 bytes: a full L2 line / 8 x 16-byte vector
 # loads, and more than the 16 bytes any kernel's vector load needs.
@@ -283,6 +292,12 @@ def decode_grid(row_tiles: int, num_routes: int, num_experts: int,
     want = max(1, (per_sm * num_sms) // gy)
     per = -(-units // min(units, want))
     return -(-units // per), gy
+
+
+def decode_dependent(num_routes: int) -> bool:
+    """Whether a decode call's decode_fc2 and combine are dependent launches
+    (programmatic on sm_90): at most DECODE_PDL_MAX_ROUTES routes."""
+    return num_routes <= DECODE_PDL_MAX_ROUTES
 
 
 def fc1_tile_n(activation: str) -> int:

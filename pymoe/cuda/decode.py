@@ -5,7 +5,10 @@ for all of that expert's routes.
     decode_fc1  one launch, grid geometry.decode_grid(row tiles of w13, R, E)
     decode_fc2  one launch, the same over w2 -> route_out (fp32, valid routes)
 (then fc2.combine sums each token's k routes in j order).  decode_fc2 is a
-dependent launch (programmatic on sm_90: launch.pdl_enabled).
+dependent launch after decode_fc1 where the runner asks (programmatic on sm_90:
+launch.pdl_enabled; geometry.decode_dependent); called alone it is an ordinary
+launch, since before its wait it reads topk_ids, which the kernel before it
+may have written.
 The kernels are pymoe/cuda/kernels/decode.py.
 """
 from __future__ import annotations
@@ -34,7 +37,8 @@ def _num_sms() -> int:
     return n
 
 
-def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, key, stream):
+def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, key, stream,
+             dependent=False):
     e = experts.num_experts
     if e > ROUTE_PACK_MAX_EXPERTS:
         raise ValueError(f"experts: {e} local experts; the decode kernels take at most "
@@ -54,7 +58,7 @@ def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, ke
     return resolve(key, stream).prepare(
         decode_grid(ntr, r, e, _num_sms()),
         (a, ids, stride, k, emap, has_map, num_ids, r, topk_weights, w, s,
-         experts.scale_lut, g, b, out, avec), dependent=which == "w2")
+         experts.scale_lut, g, b, out, avec), dependent=dependent)
 
 
 def prepare_decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
@@ -72,9 +76,12 @@ def decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,
 
 
 def prepare_decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, route_out,
-                       *, key: LaunchKey, stream=None) -> PreparedLaunch:
+                       *, key: LaunchKey, stream=None, dependent: bool = False
+                       ) -> PreparedLaunch:
+    """``dependent``: a dependent launch (launch.Kernel.prepare) right after
+    decode_fc1 of the same call (the runner's chain)."""
     return _prepare("w2", intermediate, topk_ids, expert_map, experts, topk_weights,
-                    route_out, key, stream)
+                    route_out, key, stream, dependent)
 
 
 def decode_fc2(intermediate, topk_ids, expert_map, experts, topk_weights, route_out, *,

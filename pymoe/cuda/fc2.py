@@ -3,7 +3,7 @@ the router-weighted sum over top-k in j order (no atomics).
 
     fc2      one launch over every planned block: route_out[r] (fp32)
     combine  one launch: y[t] = round(sum_j route_out[t*k + j]) over valid routes
-             (a dependent launch: programmatic on sm_90, launch.pdl_enabled)
+             (a dependent launch where the decode regime's decode_dependent says)
 The kernels are pymoe/cuda/kernels/fc2.py.
 """
 from __future__ import annotations
@@ -43,12 +43,13 @@ def fc2(intermediate, experts, topk_weights, packed_route_indices, block_expert_
 
 
 def prepare_combine(route_out, topk_ids, expert_map, num_experts: int, out, *,
-                    key: LaunchKey, stream=None) -> PreparedLaunch:
+                    key: LaunchKey, stream=None, dependent: bool = False) -> PreparedLaunch:
+    """``dependent``: a dependent launch (launch.Kernel.prepare) after decode_fc2."""
     ids, stride, emap, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
     t, k = topk_ids.shape
     return resolve(key, stream).prepare(
         (-(-out.shape[1] // key.tile_n), t),
-        (route_out, ids, stride, k, emap, has_map, num_ids, out), dependent=True)
+        (route_out, ids, stride, k, emap, has_map, num_ids, out), dependent=dependent)
 
 
 def combine(route_out, topk_ids, expert_map, num_experts: int, out, *, key: LaunchKey,

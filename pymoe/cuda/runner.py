@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..geometry import decode_dependent
 from ..interop import as_cupy
 from ..plan import Binding
 from .decode import prepare_decode_fc1, prepare_decode_fc2
@@ -63,13 +64,14 @@ def _prepare(b: Binding, out, stream) -> list:
     kw = dict(stream=stream)
     if b.regime == "decode":
         k1, k2, kc = b.keys
+        dep = decode_dependent(b.topk_ids.size)      # decode_fc2, combine
         return [
             prepare_decode_fc1(b.x, b.topk_ids, b.expert_map, ew, b.topk_weights,
                                v["intermediate"], key=k1, **kw),
             prepare_decode_fc2(v["intermediate"], b.topk_ids, b.expert_map, ew,
-                               b.topk_weights, v["route_out"], key=k2, **kw),
+                               b.topk_weights, v["route_out"], key=k2, dependent=dep, **kw),
             prepare_combine(v["route_out"], b.topk_ids, b.expert_map, ew.num_experts, out,
-                            key=kc, **kw)]
+                            key=kc, dependent=dep, **kw)]
     kp, k1, k2, kc = b.keys
     return [
         prepare_route_pack(b.topk_ids, b.expert_map, ew.num_experts, b.block,

@@ -100,11 +100,13 @@ DECODE_ROUTE_CAP = 1024
 assert DECODE_ROUTE_CAP <= 2**15 - 1          # the decode kernels keep routes as int16
 # Programmatic dependent launches (sm_90, launch.pdl_enabled): decode_fc2 and the
 # combine go out dependent on the kernel before them while a decode call has at
-# most DECODE_PDL_MAX_ROUTES routes (T*k).  H200, graph replay, MXFP4 / bf16, us
-# (main / PDL; docs/performance.md step 9): gpt-oss-120b T = 1 52.7 / 49.3,
-# T = 8 254.1 / 250.3, T = 16 362.1 / 363.6; qwen3-30b-a3b T = 1 32.1 / 29.1,
-# T = 2 46.5 / 42.0, T = 8 110.7 / 106.9, T = 16 (128 routes) 170.9 / 182.8; the
-# packed regime's combine at T = 64: no change either way.
+# most DECODE_PDL_MAX_ROUTES routes (T*k).  H200, graph replay, MXFP4 / bf16,
+# compiled on the H200, us (without / with; docs/performance.md step 9):
+# gpt-oss-120b T = 1 53.2 / 49.3, T = 2 76.1 / 74.1, T = 8 224.4 / 222.0;
+# qwen3-30b-a3b T = 1 32.8 / 29.2, T = 2 46.8 / 42.1, T = 8 111.6 / 105.8.  Past
+# 64 routes it loses: qwen3 T = 16 (128 routes) 170.9 / 182.8 (one run on PTX
+# built off the GPU), gpt-oss T = 16 flat; the packed regime's combine at T = 64:
+# no change either way.
 DECODE_PDL_MAX_ROUTES = 64
 
 # Arena offsets are aligned to 128 bytes: a full L2 line / 8 x 16-byte vector

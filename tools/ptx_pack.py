@@ -19,6 +19,12 @@ the same NVVM pipeline one minor release on (--check in install compiles one
 key there and compares: on 2026-12-01 the two differed in register numbering
 and order only, and main's bench figures from packed PTX matched the
 device-compiled ones within 1.4%).
+
+Not for timing the decode regime: later that day (docs/performance.md step 9)
+gpt-oss-120b's decode at T = 2 / 4 / 8 ran 91.3 / 148.9 / 254.6 us from packed
+PTX and 76.1 / 126.5 / 224.4 us from the H200's own compile, the same source,
+in one session; qwen3's within 1%.  Time what users run: compile on the device
+(tools/bench_revs.sh with WARM=1), and pack for test runs only.
 """
 from __future__ import annotations
 

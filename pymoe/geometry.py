@@ -105,8 +105,8 @@ assert DECODE_ROUTE_CAP <= 2**15 - 1          # the decode kernels keep routes a
 # gpt-oss-120b T = 1 53.2 / 49.3, T = 2 76.1 / 74.1, T = 8 224.4 / 222.0;
 # qwen3-30b-a3b T = 1 32.8 / 29.2, T = 2 46.8 / 42.1, T = 8 111.6 / 105.8.  Past
 # 64 routes it loses: qwen3 T = 16 (128 routes) 170.9 / 182.8 (one run on PTX
-# built off the GPU), gpt-oss T = 16 flat; the packed regime's combine at T = 64:
-# no change either way.
+# built off the GPU).  The packed regime's combine as a dependent launch: flat
+# (gpt-oss T = 16 362.1 / 363.6, T = 64 707.5 / 708.5), so it stays ordinary.
 DECODE_PDL_MAX_ROUTES = 64
 
 # Arena offsets are aligned to 128 bytes: a full L2 line / 8 x 16-byte vector

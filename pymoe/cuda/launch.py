@@ -149,11 +149,23 @@ class Kernel:
 
 def pdl_enabled() -> bool:
     """Whether dependent launches go out as programmatic dependent launches: on a
-    GPU of compute capability 9.0 or newer (griddepcontrol), unless PYMOE_PDL=0
-    (then they are ordinary launches of the same PTX, where pdl_wait is a no-op)."""
+    GPU of compute capability 9.0 or newer (griddepcontrol) with cuda-python's
+    cuLaunchKernelEx, unless PYMOE_PDL=0 (then they are ordinary launches of the
+    same PTX, where pdl_wait is a no-op)."""
     if SIM or not env.get_bool("PYMOE_PDL", True):
         return False
-    return _device_cc() >= (9, 0)
+    return _device_cc() >= (9, 0) and _has_launch_ex()
+
+
+@functools.lru_cache(maxsize=None)
+def _has_launch_ex() -> bool:
+    """cuda-python's driver binding with cuLaunchKernelEx (numba-cuda[cu13] brings
+    it); without it dependent launches stay ordinary ones."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return False
+    return hasattr(driver, "cuLaunchKernelEx")
 
 
 class _ExLaunch:

@@ -191,10 +191,12 @@ def test_dependent_launch_waits_are_in_sm90_ptx_only():
 
 
 def test_pdl_switch(monkeypatch):
-    """PYMOE_PDL=0 (or a device before sm_90) turns dependent launches into
-    ordinary ones; a bad value is refused."""
+    """PYMOE_PDL=0 (or a device before sm_90, or no cuLaunchKernelEx binding)
+    turns dependent launches into ordinary ones; a bad value is refused."""
     monkeypatch.setattr(launch, "SIM", False)
     monkeypatch.setattr(launch, "_device_cc", lambda: (9, 0))
+    assert launch.pdl_enabled() == launch._has_launch_ex()
+    monkeypatch.setattr(launch, "_has_launch_ex", lambda: True)
     assert launch.pdl_enabled()
     monkeypatch.setenv("PYMOE_PDL", "0")
     assert not launch.pdl_enabled()

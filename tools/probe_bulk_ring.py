@@ -24,15 +24,15 @@ times the 1 GiB stream (CuPy events, median of 10) against a device copy.
 """
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import sys
 
 import numpy as np
 from llvmlite import ir
 from numba import cuda, types, uint32
 from numba.cuda.extending import intrinsic
+
+import probe_common
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -230,18 +230,12 @@ def expected(words: np.ndarray, grid: int, n: int) -> np.ndarray:
 
 
 def compile_only() -> int:
-    from pymoe.cuda import launch
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import sass_report as sr
     from collections import Counter
-    for name, spec in SPECS.items():
-        ptx = launch._compile(spec, (9, 0))
-        log, sass = sr.assemble(ptx)
-        regs = [ln for ln in log.splitlines() if "registers" in ln]
+    for name, _, sass in probe_common.compiled(SPECS):
         ins = sr.instructions(sass)
         loop = sr.hottest_loop(ins)
         ops = Counter(op for _, op, _, _ in ins)
-        print(f"{name}: {regs[0].split(':', 1)[-1].strip() if regs else log[-300:]}")
         print(f"  SASS: {len(ins)} instructions; " + ", ".join(
             f"{k} {ops[k]}" for k in ("UBLKCP", "SYNCS", "LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS")
             if ops.get(k)))
@@ -277,34 +271,21 @@ def run_gpu() -> int:
     res = {}
     for name, k in kern.items():
         out = cp.empty(grid * WARPS * 32 * 4, cp.uint32)
-        for _ in range(3):
-            k.launch((grid, 1, 1), (src, n, out))
-        ts = []
-        for _ in range(10):
-            a, b = cp.cuda.Event(), cp.cuda.Event()
-            a.record()
-            k.launch((grid, 1, 1), (src, n, out))
-            b.record()
-            b.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(a, b) * 1e-3)
-        res[name] = nbytes / statistics.median(ts) / 1e12
+        ms = probe_common.median_ms(lambda: k.launch((grid, 1, 1), (src, n, out)), 10,
+                                    warm=3)
+        res[name] = nbytes / (ms * 1e-3) / 1e12
     dst = cp.empty_like(src)
-    a, b = cp.cuda.Event(), cp.cuda.Event()
-    a.record()
-    dst[...] = src
-    b.record()
-    b.synchronize()
-    cp_bw = 2 * src.nbytes / (cp.cuda.get_elapsed_time(a, b) * 1e-3) / 1e12
+
+    def copy():
+        dst[...] = src
+    cp_bw = 2 * src.nbytes / (probe_common.median_ms(copy, 1) * 1e-3) / 1e12
     print(f"read TB/s over {nbytes / 2**30:.2f} GiB: " +
           ", ".join(f"{k} {v:.2f}" for k, v in res.items()) + f"; copy (r+w) {cp_bw:.2f}")
     return 0 if ok else 1
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--compile", action="store_true", help="no GPU: PTX, ptxas and SASS")
-    a = ap.parse_args()
-    return compile_only() if a.compile else run_gpu()
+    return probe_common.main(__doc__, compile_only, run_gpu, "no GPU: PTX, ptxas and SASS")
 
 
 if __name__ == "__main__":

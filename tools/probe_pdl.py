@@ -30,38 +30,20 @@ and of 4x that, each against plain.
 """
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import sys
 
 import numpy as np
-from llvmlite import ir
-from numba import cuda, float32, types
-from numba.cuda.extending import intrinsic
+from numba import cuda, float32
+
+import probe_common
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pymoe.cuda.kernels.ptx import _asm  # noqa: E402
+from pymoe.cuda.kernels.ptx import pdl_trigger, pdl_wait  # noqa: E402
 from pymoe.cuda.launch import KernelSpec  # noqa: E402
 
 THREADS = 128
-
-
-def _void(text):
-    @intrinsic
-    def fn(typingctx):
-        sig = types.void()
-
-        def codegen(context, builder, signature, args):
-            _asm(builder, ir.VoidType(), text, "~{memory}", [])
-            return context.get_dummy_value()
-        return sig, codegen
-    return fn
-
-
-pdl_wait = _void("griddepcontrol.wait;")
-pdl_trigger = _void("griddepcontrol.launch_dependents;")
 
 
 @cuda.jit(device=True)
@@ -121,14 +103,7 @@ def reference(s1, s2, x):
 
 
 def compile_only() -> int:
-    from pymoe.cuda import launch
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import sass_report as sr
-    for name, spec in SPECS.items():
-        ptx = launch._compile(spec, (9, 0))
-        log, sass = sr.assemble(ptx)
-        regs = [ln for ln in log.splitlines() if "registers" in ln]
-        print(f"{name}: {regs[0].split(':', 1)[-1].strip() if regs else log[-300:]}")
+    for name, ptx, sass in probe_common.compiled(SPECS):
         for pat in ("griddepcontrol.wait", "griddepcontrol.launch_dependents"):
             print(f"  PTX has {pat}: {pat in ptx}")
         ops = [tok for ln in sass.splitlines() for tok in ln.replace(";", " ").split()
@@ -209,17 +184,8 @@ def run_gpu() -> int:
                     got = cp.asnumpy(b).reshape(ctas, THREADS).astype(np.float64)
                     if not np.allclose(got, want, rtol=1e-5, atol=1e-3):
                         bad += 1
-                for _ in range(20):
-                    g.launch(s)
-                ts = []
-                for _ in range(100):
-                    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-                    e0.record(s)
-                    g.launch(s)
-                    e1.record(s)
-                    e1.synchronize()
-                    ts.append(cp.cuda.get_elapsed_time(e0, e1))
-            times[(scale, name)] = statistics.median(ts) * 1e3
+                ms = probe_common.median_ms(lambda: g.launch(s), 100, s, warm=20)
+            times[(scale, name)] = ms * 1e3
             ok &= bad == 0
             print(f"[{'PASS' if bad == 0 else 'FAIL'}] x{scale} {name}: direct + 100 graph "
                   f"replays, {bad} wrong")
@@ -233,10 +199,7 @@ def run_gpu() -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--compile", action="store_true", help="no GPU: PTX, ptxas")
-    a = ap.parse_args()
-    return compile_only() if a.compile else run_gpu()
+    return probe_common.main(__doc__, compile_only, run_gpu)
 
 
 if __name__ == "__main__":

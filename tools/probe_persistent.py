@@ -24,15 +24,15 @@ launches (phase A kernel, then phase B kernel) in a graph.
 """
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import sys
 
 import numpy as np
 from llvmlite import ir
 from numba import cuda, float32, int32, types
 from numba.cuda.extending import intrinsic
+
+import probe_common
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -170,14 +170,7 @@ def reference(x: np.ndarray) -> np.ndarray:
 
 
 def compile_only() -> int:
-    from pymoe.cuda import launch
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import sass_report as sr
-    for name, spec in SPECS.items():
-        ptx = launch._compile(spec, (9, 0))
-        log, sass = sr.assemble(ptx)
-        regs = [ln for ln in log.splitlines() if "registers" in ln]
-        print(f"{name}: {regs[0].split(':', 1)[-1].strip() if regs else log[-300:]}")
+    for name, ptx, _ in probe_common.compiled(SPECS):
         for pat in ("ld.acquire.gpu", "atom.add.release.gpu", "st.relaxed.gpu"):
             if name == "fused":
                 print(f"  PTX has {pat}: {pat in ptx}")
@@ -237,26 +230,13 @@ def run_gpu() -> int:
         k["phase_b"].launch((n_exp * NB, 1, 1), (a, b, n_exp), stream=s)
         graphs["two launches"] = s.end_capture()
         for name, g in graphs.items():
-            for _ in range(20):
-                g.launch(s)
-            ts = []
-            for _ in range(50):
-                e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-                e0.record(s)
-                g.launch(s)
-                e1.record(s)
-                e1.synchronize()
-                ts.append(cp.cuda.get_elapsed_time(e0, e1))
-            res[name] = statistics.median(ts) * 1e3
+            res[name] = probe_common.median_ms(lambda: g.launch(s), 50, s, warm=20) * 1e3
     print("graph replay, us (median of 50): " + ", ".join(f"{n} {v:.1f}" for n, v in res.items()))
     return 0 if ok else 1
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--compile", action="store_true", help="no GPU: PTX, ptxas")
-    a = ap.parse_args()
-    return compile_only() if a.compile else run_gpu()
+    return probe_common.main(__doc__, compile_only, run_gpu)
 
 
 if __name__ == "__main__":

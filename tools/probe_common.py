@@ -1,0 +1,45 @@
+"""What the probes (tools/probe_*.py) share: their command line (--compile or
+the GPU run), the --compile step (PTX here, the local ptxas, SASS), and event
+timing on a stream."""
+from __future__ import annotations
+
+import argparse
+import statistics
+
+
+def main(doc: str, compile_only, run_gpu, compile_help: str = "no GPU: PTX, ptxas") -> int:
+    """A probe's entry point: --compile runs compile_only(), else run_gpu()."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--compile", action="store_true", help=compile_help)
+    a = ap.parse_args()
+    return compile_only() if a.compile else run_gpu()
+
+
+def compiled(specs: dict, cc=(9, 0)):
+    """(name, ptx, sass) for each KernelSpec of ``specs``, compiled here for ``cc``
+    and assembled by the local ptxas (sass_report), its register line printed."""
+    import sass_report as sr
+    from pymoe.cuda import launch
+    for name, spec in specs.items():
+        ptx = launch._compile(spec, cc)
+        log, sass = sr.assemble(ptx)
+        regs = [ln for ln in log.splitlines() if "registers" in ln]
+        print(f"{name}: {regs[0].split(':', 1)[-1].strip() if regs else log[-300:]}")
+        yield name, ptx, sass
+
+
+def median_ms(run, n: int, stream=None, warm: int = 0) -> float:
+    """Median milliseconds of ``run()`` between two CUDA events recorded on
+    ``stream`` (None: the current one), over n timed calls after warm untimed."""
+    import cupy as cp
+    for _ in range(warm):
+        run()
+    ts = []
+    for _ in range(n):
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record(stream)
+        run()
+        e1.record(stream)
+        e1.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(e0, e1))
+    return statistics.median(ts)

@@ -14,6 +14,7 @@ M=$M,sm__cycles_active.avg,sm__cycles_elapsed.avg,launch__registers_per_thread,l
 M=$M,smsp__inst_executed.sum,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem
 M=$M,launch__occupancy_limit_warps,launch__shared_mem_per_block_static,launch__block_size
 M=$M,lts__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed
+M=$M,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
 for r in barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle \
          lg_throttle not_selected selected no_instruction dispatch_stall branch_resolving \
          membar sleeping tex_throttle imc_miss drain misc; do
@@ -25,6 +26,6 @@ for T in $TOKENS; do
     --launch-count "$COUNT" --metrics "$M" python3 -m pymoe bench --preset "$PRESET" \
     --tokens "$T" --mode eager --repeats 2 --no-progress > "$f" 2>&1
   echo "== $PRESET T=$T rc=$?"
-  grep -E "^  kernel|gpu__time|dram__|issue_active|warps_active|cycles_|registers|grid_size|inst_executed|stalled|occupancy|shared_mem|block_size|throughput" "$f" \
+  grep -E "^  kernel|gpu__time|dram__|issue_active|warps_active|cycles_|registers|grid_size|inst_executed|stalled|occupancy|shared_mem|block_size|throughput|tensor" "$f" \
     | sed -E 's/\(Array.*//; s/  +/ /g; s/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
 done

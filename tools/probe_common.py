@@ -22,7 +22,7 @@ def compiled(specs: dict, cc=(9, 0)):
     from pymoe.cuda import launch
     for name, spec in specs.items():
         ptx = launch._compile(spec, cc)
-        log, sass = sr.assemble(ptx)
+        log, sass = sr.assemble(ptx, "sm_90a" if ".target sm_90a" in ptx else "sm_90")
         regs = [ln for ln in log.splitlines() if "registers" in ln]
         print(f"{name}: {regs[0].split(':', 1)[-1].strip() if regs else log[-300:]}")
         yield name, ptx, sass

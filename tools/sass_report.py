@@ -151,6 +151,74 @@ def _fmt(mix: Counter) -> str:
     return " ".join(f"{k}={mix[k]}" for k in keys if mix.get(k))
 
 
+def layer_keys(preset: str, tokens, gemm: str = "wgmma") -> list:
+    """[(T, LaunchKey)]: the distinct kernels a preset's layer (MXFP4, bf16, the
+    preset's activation and biases) launches at each T of ``tokens``."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import pymoe
+    from pymoe import geometry as geo
+    from pymoe.presets import PRESETS
+    pr = PRESETS[preset]
+    alpha, limit = geo.swiglu_params(pr.activation)
+    caps = pymoe.Caps(max_tokens=1, top_k=pr.top_k, num_experts=pr.num_experts,
+                      hidden_size=pr.hidden_size, intermediate_size=pr.intermediate_size,
+                      activation=pr.activation, w13_layout=pr.w13_layout, has_bias=pr.bias,
+                      swiglu_alpha=alpha, swiglu_limit=limit)
+    keys = []
+    for t in tokens:
+        reg = geo.regime_for(t, caps.top_k, caps.decode_cut)
+        b = caps.block_size_for(t) if reg == "packed" else None
+        for k in geo.launch_keys(reg, b, gemm=gemm, format=caps.format,
+                                 activation=caps.activation, dtype=caps.dtype,
+                                 hidden_size=caps.hidden_size,
+                                 intermediate_size=caps.intermediate_size,
+                                 has_bias=caps.has_bias, router_on_input=False,
+                                 swiglu_limit=limit, swiglu_alpha=alpha):
+            if k not in [kk for _, kk in keys]:
+                keys.append((t, k))
+    return keys
+
+
+def _save(where, t, k, ptx) -> None:
+    if where:
+        os.makedirs(where, exist_ok=True)
+        with open(os.path.join(where, f"{t}_{k.kernel}_{k.block or 0}.ptx"), "w") as fh:
+            fh.write(ptx)
+
+
+def func_attrs(fn) -> tuple[int, int]:
+    """(registers, local bytes a thread) of a loaded CuPy function, from the driver."""
+    from cupy.cuda import driver as drv
+    return (drv.funcGetAttribute(drv.CU_FUNC_ATTRIBUTE_NUM_REGS, fn.ptr),
+            drv.funcGetAttribute(drv.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn.ptr))
+
+
+def device_report(preset: str, keys, save) -> int:
+    """Each kernel compiled on this machine (Numba -> PTX for its GPU) and loaded
+    by the driver, which assembles it: registers, local (spill) bytes, and how many
+    CTAs of its size fit an SM by registers alone."""
+    import cupy as cp
+    from pymoe.cuda import launch
+    cc = launch._device_cc()
+    regs_sm = cp.cuda.Device().attributes.get("MaxRegistersPerMultiprocessor", 65536)
+    print(f"{preset}: driver-assembled for sm_{cc[0]}{cc[1]}")
+    print(f"{'T':>4} {'kernel':11} {'B':>3} {'regs':>4} {'local':>5} {'threads':>7} "
+          f"{'CTAs/SM(regs)':>13}")
+    for t, k in keys:
+        ptx, entry = launch.compile_ptx(k, cc)
+        _save(save, t, k, ptx)
+        mod = cp.cuda.function.Module()
+        mod.load(ptx.encode())
+        fn = mod.get_function(entry)
+        thr = launch.builder(k.kernel)(k).threads
+        regs, local = func_attrs(fn)
+        per_warp = -(-regs * 32 // 256) * 256             # allocation unit 256
+        fit = regs_sm // (per_warp * (thr // 32))
+        print(f"{t:>4} {k.kernel:11} {k.block or '-':>3} {regs:>4} {local:>5} {thr:>7} "
+              f"{fit:>13}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="gpt-oss-120b")
@@ -161,36 +229,23 @@ def main(argv=None) -> int:
                     help="also print each hottest loop's opcode histogram")
     ap.add_argument("--dump", metavar="KERNEL", default=None,
                     help="also print the hottest loop's SASS of this kernel (e.g. fc1)")
+    ap.add_argument("--device", action="store_true",
+                    help="on a GPU: the registers, local memory and CTAs an SM of what "
+                         "the driver makes of the PTX compiled here (no ptxas needed)")
+    ap.add_argument("--save", metavar="DIR", default=None,
+                    help="also write each kernel's PTX there (T_kernel_B.ptx)")
     a = ap.parse_args(argv)
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    import pymoe
-    from pymoe import geometry as geo
+    keys = layer_keys(a.preset, (int(v) for v in a.tokens.split(",")), a.gemm)
     from pymoe.cuda import launch
-    from pymoe.presets import PRESETS
-    pr = PRESETS[a.preset]
-    alpha, limit = geo.swiglu_params(pr.activation)
-    caps = pymoe.Caps(max_tokens=1, top_k=pr.top_k, num_experts=pr.num_experts,
-                      hidden_size=pr.hidden_size, intermediate_size=pr.intermediate_size,
-                      activation=pr.activation, w13_layout=pr.w13_layout, has_bias=pr.bias,
-                      swiglu_alpha=alpha, swiglu_limit=limit)
-    keys = []
-    for t in (int(v) for v in a.tokens.split(",")):
-        reg = geo.regime_for(t, caps.top_k, caps.decode_cut)
-        b = caps.block_size_for(t) if reg == "packed" else None
-        for k in geo.launch_keys(reg, b, gemm=a.gemm, format=caps.format,
-                                 activation=caps.activation, dtype=caps.dtype,
-                                 hidden_size=caps.hidden_size,
-                                 intermediate_size=caps.intermediate_size,
-                                 has_bias=caps.has_bias, router_on_input=False,
-                                 swiglu_limit=limit, swiglu_alpha=alpha):
-            if (t, k) not in keys and k not in [kk for _, kk in keys]:
-                keys.append((t, k))
+    if a.device:
+        return device_report(a.preset, keys, a.save)
     print(f"{a.preset}: {a.gemm} GEMM, sm_90{'a' if a.gemm == 'wgmma' else ''}, "
           "static SASS counts")
     print(f"{'T':>4} {'kernel':11} {'B':>3} {'regs':>4} {'spill':>5} {'instr':>6}  "
           f"{'loop':>5}  hottest loop mix / whole-kernel mix")
     for t, k in keys:
         ptx, _ = launch.compile_ptx(k, (9, 0))
+        _save(a.save, t, k, ptx)
         r = report(ptx)
         print(f"{t:>4} {k.kernel:11} {k.block or '-':>3} {r['regs']:>4} {r['spill']:>5} "
               f"{r['total']:>6}  {r['loop_len']:>5}  {_fmt(r['loop_mix'])}")

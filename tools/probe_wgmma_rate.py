@@ -1,0 +1,454 @@
+"""Probe: how fast can the v2 prefill loop's skeleton run wgmma at all?  The
+tensor-core rate of m64nNk16 with A from registers (RS) for N = 64 / 128 / 256,
+alone and with each piece of the loop's per-k-tile bookkeeping added, so the
+cost of each piece is a measured number, not a guess.
+
+    python tools/probe_wgmma_rate.py            # GPU: time every variant
+    python tools/probe_wgmma_rate.py --compile  # no GPU: PTX, local ptxas
+
+A CTA is WGS warpgroups; each runs KT k-tiles of 4 wgmma (k16 each) on its
+accumulators (N / 2 fp32 a thread), B a 4-k-step image in shared memory that
+never changes (its content does not matter for time).  Modes add, in order:
+  mma    wgmma.fence, 4 x mma, commit, wait_group 0 every k-tile (as the v2 loop)
+  sync   + fence.proxy.async and a CTA barrier at each k-tile's top, one 16-byte
+         st.shared a thread into the image (the loop's activation staging)
+  load   + a 16-byte ld.global.nc of weights a thread a k-tile, issued after the
+         barrier and consumed one k-tile later (the loop's weight stream: the
+         proxy fence then waits for it)
+  dec    + those words decoded to bf16 and scaled (the v2 decoder, 4 words a
+         k-tile, one packed multiply a pair): the A registers of the 4 wgmma
+  nosync dec without the proxy fence and barrier (the fence's cost beside dec)
+  full   dec with the v2 loop's other per-k-tile work: the scale word loaded and
+         looked up in a shared table (the packed multiplier), and activations
+         staged as the loop does (two 16-byte loads a thread and half, stored a
+         k-tile later as two core rows), read from a 64 KB window a CTA, so
+         they hit L2 as the GEMM's activations mostly do
+  cpa    full with every global read a cp.async into a 4-slot ring in dynamic
+         shared memory (weights and scale read back with ld.shared; the
+         activation images copied in 16-byte pieces, as a natural-K image would
+         allow): the proxy fence then has no load of its own in flight
+halves: one decoded A fragment feeds 1, 2 or 4 m64n64k16 wgmma on as many
+accumulator sets and B images (64, 128 or 256 routes a warpgroup for one decode).
+The weights are streamed from a 1 GiB buffer (each CTA its own run), so loads
+come from DRAM as in the GEMM's first pass over each tile.  Time: the median
+of 20 launches; TFLOP/s = 2 x 64 x N x 16 x 4 x KT x warpgroups / time; a cell reads
+"TFLOP/s xCTAs-an-SM rREGISTERS" ("!": the output was not all finite).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from multiprocessing import get_context
+
+import numpy as np
+from numba import cuda, float32, uint32
+
+import probe_common
+import sass_report
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from pymoe.cuda.kernels.common import M126, make_decoder  # noqa: E402
+from pymoe.cuda.kernels.ptx import (cp_async4_g, cp_async16_g, cp_commit, gaddr,  # noqa: E402
+                                    ld_nc1, ld_nc4, lds1, lds4, make_cp_wait, mul2_bf16,
+                                    smem_u32, sts4)
+from pymoe.cuda.kernels.wgmma import (fence_proxy_async, make_acc_fill,  # noqa: E402
+                                      make_wgmma_rs, make_wgmma_wait, wgmma_commit,
+                                      wgmma_desc, wgmma_fence)
+from pymoe.cuda.launch import KernelSpec  # noqa: E402
+
+MODES = ("mma", "sync", "load", "dec", "nosync")
+NS = (64, 128, 256)
+WGS = 2
+KT = 512
+XWIN = 1 << 14          # activation words a CTA cycles through (64 KB: L2 hits)
+
+
+def build(n: int, mode: str, halves: int = 1, cap: int | None = None,
+          wgs: int = WGS) -> KernelSpec:
+    threads = 128 * wgs
+    full = mode == "full"
+    sync = mode in ("sync", "load", "dec", "full")
+    load = mode in ("load", "dec", "nosync", "full")
+    dec = mode in ("dec", "nosync", "full")
+    assert halves in (1, 2, 4) and (halves == 1 or n == 64)
+    img_words = 32 * n * halves + 32         # 4 k-steps x n rows x 32 bytes a half
+    step16 = 32 * n // 16                    # a k-step's image in 16-byte units
+    half16 = 4 * step16                      # a half's image
+    fill = make_acc_fill(n)
+    mma = make_wgmma_rs(n, "bfloat16")
+    wait0 = make_wgmma_wait(0)
+    decode = make_decoder("bfloat16")
+    bias = uint32(M126)
+
+    def kernel(w, per, kt, out):
+        tid = cuda.threadIdx.x
+        img = cuda.shared.array(img_words, uint32)
+        s2 = cuda.shared.array(256, uint32)
+        for i in range(tid, img_words, threads):
+            img[i] = uint32((i * 2654435761) & 0x3C7F3C7F)     # modest bf16 values
+        for i in range(tid, 256, threads):
+            s2[i] = uint32(0x3F803F80) + uint32(i & 3)
+        fence_proxy_async()
+        cuda.syncthreads()
+        base = (smem_u32(img) + uint32(127)) & uint32(0xFFFFFF80)
+        d = wgmma_desc(base, 128, 256)
+        mine = base + uint32((tid * 32) % (128 * n))        # this thread's staging rows
+        acc = fill(float32(0.0))
+        acc1 = acc
+        acc2 = acc
+        acc3 = acc
+        wb = cuda.blockIdx.x * per + (tid * 4) % per
+        xb = cuda.blockIdx.x * per + per // 2 + tid * 8 * halves
+        w0 = w1 = w2 = w3 = uint32(tid * 0x3F803F80 + 0x3F803F80) & uint32(0x3FFF3FFF)
+        sa = uint32(tid)
+        z = uint32(0x3C003C00)
+        x0 = x1 = x2 = x3 = x4 = x5 = x6 = x7 = z
+        y0 = y1 = y2 = y3 = y4 = y5 = y6 = y7 = z
+        if load:
+            w0, w1, w2, w3 = ld_nc4(w, wb)
+        c = 0
+        while c < kt:
+            if sync:
+                fence_proxy_async()
+                cuda.syncthreads()
+                if full:                  # the staged activations: two core rows a route
+                    sts4(mine, x0, x2, x4, x6)
+                    sts4(mine + uint32(16), x1, x3, x5, x7)
+                    if halves > 1:
+                        sts4(mine + uint32(half16 * 16), y0, y2, y4, y6)
+                        sts4(mine + uint32(half16 * 16 + 16), y1, y3, y5, y7)
+                else:
+                    sts4(mine, w0, w1, w2, w3)
+            n0, n1, n2, n3 = w0, w1, w2, w3
+            sn = sa
+            if load:
+                n0, n1, n2, n3 = ld_nc4(w, wb + ((c + 1) * threads * 4) % per)
+            if full:
+                sn = ld_nc1(w, wb + ((c + 1) * threads * 4 + 1) % per)
+                xo = xb + ((c + 1) * threads * 8 * halves) % XWIN
+                x0, x1, x2, x3 = ld_nc4(w, xo)
+                x4, x5, x6, x7 = ld_nc4(w, xo + 4)
+                if halves > 1:
+                    y0, y1, y2, y3 = ld_nc4(w, xo + 8)
+                    y4, y5, y6, y7 = ld_nc4(w, xo + 12)
+            wait0()
+            if dec:
+                a0, a1, a2, a3 = decode(w0)
+                b0, b1, b2, b3 = decode(w1)
+                c0, c1, c2, c3 = decode(w2)
+                e0, e1, e2, e3 = decode(w3)
+                fg = bias
+                fu = bias
+                hg = bias
+                hu = bias
+                if full:                  # the scale table, as the v2 GEMM reads it
+                    fg = s2[sa & uint32(255)]
+                    fu = s2[(sa >> uint32(16)) & uint32(255)]
+                    hg = s2[(sa >> uint32(8)) & uint32(255)]
+                    hu = s2[(sa >> uint32(24)) & uint32(255)]
+                a0, a1, a2, a3 = (mul2_bf16(a0, fg), mul2_bf16(a1, fu),
+                                  mul2_bf16(a2, fg), mul2_bf16(a3, fu))
+                b0, b1, b2, b3 = (mul2_bf16(b0, fg), mul2_bf16(b1, fu),
+                                  mul2_bf16(b2, fg), mul2_bf16(b3, fu))
+                c0, c1, c2, c3 = (mul2_bf16(c0, hg), mul2_bf16(c1, hu),
+                                  mul2_bf16(c2, hg), mul2_bf16(c3, hu))
+                e0, e1, e2, e3 = (mul2_bf16(e0, hg), mul2_bf16(e1, hu),
+                                  mul2_bf16(e2, hg), mul2_bf16(e3, hu))
+            else:
+                a0, a1, a2, a3 = w0, w1, w2, w3
+                b0, b1, b2, b3 = w1, w2, w3, w0
+                c0, c1, c2, c3 = w2, w3, w0, w1
+                e0, e1, e2, e3 = w3, w0, w1, w2
+            wgmma_fence()
+            acc = mma(acc, a0, a1, a2, a3, d, 1)
+            if halves > 1:
+                acc1 = mma(acc1, a0, a1, a2, a3, d + half16, 1)
+            if halves > 2:
+                acc2 = mma(acc2, a0, a1, a2, a3, d + 2 * half16, 1)
+                acc3 = mma(acc3, a0, a1, a2, a3, d + 3 * half16, 1)
+            acc = mma(acc, b0, b1, b2, b3, d + step16, 1)
+            if halves > 1:
+                acc1 = mma(acc1, b0, b1, b2, b3, d + half16 + step16, 1)
+            if halves > 2:
+                acc2 = mma(acc2, b0, b1, b2, b3, d + 2 * half16 + step16, 1)
+                acc3 = mma(acc3, b0, b1, b2, b3, d + 3 * half16 + step16, 1)
+            acc = mma(acc, c0, c1, c2, c3, d + 2 * step16, 1)
+            if halves > 1:
+                acc1 = mma(acc1, c0, c1, c2, c3, d + half16 + 2 * step16, 1)
+            if halves > 2:
+                acc2 = mma(acc2, c0, c1, c2, c3, d + 2 * half16 + 2 * step16, 1)
+                acc3 = mma(acc3, c0, c1, c2, c3, d + 3 * half16 + 2 * step16, 1)
+            acc = mma(acc, e0, e1, e2, e3, d + 3 * step16, 1)
+            if halves > 1:
+                acc1 = mma(acc1, e0, e1, e2, e3, d + half16 + 3 * step16, 1)
+            if halves > 2:
+                acc2 = mma(acc2, e0, e1, e2, e3, d + 2 * half16 + 3 * step16, 1)
+                acc3 = mma(acc3, e0, e1, e2, e3, d + 3 * half16 + 3 * step16, 1)
+            wgmma_commit()
+            w0, w1, w2, w3 = n0, n1, n2, n3
+            sa = sn
+            c += 1
+        wait0()
+        s = float32(0.0)
+        for v in acc:
+            s += v
+        if halves > 1:
+            for v in acc1:
+                s += v
+        if halves > 2:
+            for v in acc2:
+                s += v
+            for v in acc3:
+                s += v
+        out[cuda.blockIdx.x * threads + tid] = s
+
+    return KernelSpec(kernel, ("u4[]", "i8", "i8", "f4[]"), threads, arch_specific=True,
+                      max_regs=cap)
+
+
+RING = 4                 # cpa: ring slots (k-tiles); copies run 2 k-tiles ahead
+
+
+def cpa_bytes(halves: int) -> int:
+    """cpa's dynamic shared memory: the ring (weights, scales, activation images
+    of each k-tile) + 128 bytes to align."""
+    return RING * (4096 + 1024 + halves * 8192) + 128
+
+
+def build_cpa(halves: int, cap: int | None = None, piece: int = 16) -> KernelSpec:
+    """mode cpa (n64, ``halves`` halves): everything a k-tile needs comes by
+    cp.async into a RING-slot ring in dynamic shared memory: each consumer
+    thread's 16 weight bytes and scale word, and the activation images (16-byte
+    copies, as if the image were in natural K order); no global load into
+    registers, so the proxy fence has no load of its own to wait for.  Iteration
+    c: cp.async.wait_group 1 (k-tile c's copies landed), proxy fence, barrier;
+    copies of k-tile c + 2 into the slot k-tile c - 2 used; weights and scale
+    from shared memory; wait_group 0 of wgmma; decode; 4 x halves wgmma.
+    piece 4: the activations in 4-byte copies instead (what v2's permuted K order
+    within a k-step allows: a 16-byte run of a row is not contiguous in the
+    image), four times as many cp.async."""
+    threads = 128 * WGS
+    n = 64
+    step16 = 32 * n // 16
+    half16 = 4 * step16
+    wslot = 4096                       # bytes: weights of a slot (16 a thread)
+    sslot = 1024                       # scales (4 a thread)
+    xslot = halves * 8192              # activation images
+    slot_b = wslot + sslot + xslot
+    fill = make_acc_fill(n)
+    mma = make_wgmma_rs(n, "bfloat16")
+    wait0 = make_wgmma_wait(0)
+    cp_wait1 = make_cp_wait(1)
+    decode = make_decoder("bfloat16")
+
+    def kernel(w, per, kt, out):
+        tid = cuda.threadIdx.x
+        dyn = cuda.shared.array(0, uint32)
+        s2 = cuda.shared.array(256, uint32)
+        for i in range(tid, 256, threads):
+            s2[i] = uint32(0x3F803F80) + uint32(i & 3)
+        ring = (smem_u32(dyn) + uint32(127)) & uint32(0xFFFFFF80)
+        wb = cuda.blockIdx.x * per + (tid * 4) % per
+        xb = cuda.blockIdx.x * per + per // 2
+        acc = fill(float32(0.0))
+        acc1 = acc
+        acc2 = acc
+        acc3 = acc
+        # prologue: k-tiles 0 and 1 in flight
+        for c0 in range(2):
+            sb = ring + uint32(c0 * slot_b)
+            cp_async16_g(sb + uint32(tid * 16), gaddr(w, wb + (c0 * threads * 4) % per))
+            cp_async4_g(sb + uint32(wslot + tid * 4),
+                        gaddr(w, wb + (c0 * threads * 4 + 1) % per))
+            if piece == 16:
+                for q in range(2 * halves):          # 16-byte pieces of the images
+                    cp_async16_g(sb + uint32(wslot + sslot + (q * threads + tid) * 16),
+                                 gaddr(w, xb + ((c0 * 2 * halves + q) * threads * 4
+                                                + tid * 4) % XWIN))
+            else:
+                for q in range(8 * halves):          # 4-byte pieces
+                    cp_async4_g(sb + uint32(wslot + sslot + (q * threads + tid) * 4),
+                                gaddr(w, xb + ((c0 * 8 * halves + q) * threads + tid) % XWIN))
+            cp_commit()
+        c = 0
+        while c < kt:
+            cp_wait1()
+            fence_proxy_async()
+            cuda.syncthreads()
+            c2 = c + 2                           # into the slot k-tile c - 2 read
+            sb = ring + uint32((c2 % RING) * slot_b)
+            cp_async16_g(sb + uint32(tid * 16), gaddr(w, wb + (c2 * threads * 4) % per))
+            cp_async4_g(sb + uint32(wslot + tid * 4),
+                        gaddr(w, wb + (c2 * threads * 4 + 1) % per))
+            if piece == 16:
+                for q in range(2 * halves):
+                    cp_async16_g(sb + uint32(wslot + sslot + (q * threads + tid) * 16),
+                                 gaddr(w, xb + ((c2 * 2 * halves + q) * threads * 4
+                                                + tid * 4) % XWIN))
+            else:
+                for q in range(8 * halves):
+                    cp_async4_g(sb + uint32(wslot + sslot + (q * threads + tid) * 4),
+                                gaddr(w, xb + ((c2 * 8 * halves + q) * threads + tid) % XWIN))
+            cp_commit()
+            cur = ring + uint32((c % RING) * slot_b)
+            w0, w1, w2, w3 = lds4(cur + uint32(tid * 16))
+            sa = lds1(cur + uint32(wslot + tid * 4))
+            d = wgmma_desc(cur + uint32(wslot + sslot), 128, 256)
+            wait0()
+            a0, a1, a2, a3 = decode(w0)
+            b0, b1, b2, b3 = decode(w1)
+            c0_, c1, c2_, c3 = decode(w2)
+            e0, e1, e2, e3 = decode(w3)
+            fg = s2[sa & uint32(255)]
+            fu = s2[(sa >> uint32(16)) & uint32(255)]
+            hg = s2[(sa >> uint32(8)) & uint32(255)]
+            hu = s2[(sa >> uint32(24)) & uint32(255)]
+            a0, a1, a2, a3 = (mul2_bf16(a0, fg), mul2_bf16(a1, fu),
+                              mul2_bf16(a2, fg), mul2_bf16(a3, fu))
+            b0, b1, b2, b3 = (mul2_bf16(b0, fg), mul2_bf16(b1, fu),
+                              mul2_bf16(b2, fg), mul2_bf16(b3, fu))
+            c0_, c1, c2_, c3 = (mul2_bf16(c0_, hg), mul2_bf16(c1, hu),
+                                mul2_bf16(c2_, hg), mul2_bf16(c3, hu))
+            e0, e1, e2, e3 = (mul2_bf16(e0, hg), mul2_bf16(e1, hu),
+                              mul2_bf16(e2, hg), mul2_bf16(e3, hu))
+            wgmma_fence()
+            acc = mma(acc, a0, a1, a2, a3, d, 1)
+            if halves > 1:
+                acc1 = mma(acc1, a0, a1, a2, a3, d + half16, 1)
+            if halves > 2:
+                acc2 = mma(acc2, a0, a1, a2, a3, d + 2 * half16, 1)
+                acc3 = mma(acc3, a0, a1, a2, a3, d + 3 * half16, 1)
+            acc = mma(acc, b0, b1, b2, b3, d + step16, 1)
+            if halves > 1:
+                acc1 = mma(acc1, b0, b1, b2, b3, d + half16 + step16, 1)
+            if halves > 2:
+                acc2 = mma(acc2, b0, b1, b2, b3, d + 2 * half16 + step16, 1)
+                acc3 = mma(acc3, b0, b1, b2, b3, d + 3 * half16 + step16, 1)
+            acc = mma(acc, c0_, c1, c2_, c3, d + 2 * step16, 1)
+            if halves > 1:
+                acc1 = mma(acc1, c0_, c1, c2_, c3, d + half16 + 2 * step16, 1)
+            if halves > 2:
+                acc2 = mma(acc2, c0_, c1, c2_, c3, d + 2 * half16 + 2 * step16, 1)
+                acc3 = mma(acc3, c0_, c1, c2_, c3, d + 3 * half16 + 2 * step16, 1)
+            acc = mma(acc, e0, e1, e2, e3, d + 3 * step16, 1)
+            if halves > 1:
+                acc1 = mma(acc1, e0, e1, e2, e3, d + half16 + 3 * step16, 1)
+            if halves > 2:
+                acc2 = mma(acc2, e0, e1, e2, e3, d + 2 * half16 + 3 * step16, 1)
+                acc3 = mma(acc3, e0, e1, e2, e3, d + 3 * half16 + 3 * step16, 1)
+            wgmma_commit()
+            c += 1
+        wait0()
+        s = float32(0.0)
+        for v in acc:
+            s += v
+        if halves > 1:
+            for v in acc1:
+                s += v
+        if halves > 2:
+            for v in acc2:
+                s += v
+            for v in acc3:
+                s += v
+        out[cuda.blockIdx.x * threads + tid] = s
+
+    return KernelSpec(kernel, ("u4[]", "i8", "i8", "f4[]"), threads, arch_specific=True,
+                      max_regs=cap)
+
+
+def spec_of(n, mode, halves, cap) -> KernelSpec:
+    if mode.startswith("cpa"):
+        return build_cpa(halves, cap, 4 if mode == "cpa4" else 16)
+    return build(n, mode, halves, cap)
+
+
+def _ptx(args):
+    from pymoe.cuda import launch
+    return launch._compile(spec_of(*args), (9, 0))
+
+
+def variants():
+    """(n, mode, halves): the table's grid, then the v2 loop's shapes (full) at one,
+    two and four n64 halves a warpgroup beside n128 / n256."""
+    return ([(n, m, 1, None) for n in NS for m in MODES]
+            + [(64, "full", 1, None), (64, "full", 1, 80), (64, "full", 2, None),
+               (64, "full", 4, None), (128, "full", 1, None), (256, "full", 1, None),
+               (64, "dec", 2, None), (64, "dec", 4, None),
+               (64, "cpa", 1, None), (64, "cpa", 1, 80), (64, "cpa", 2, None),
+               (64, "cpa", 4, None), (64, "cpa4", 1, 80), (64, "cpa4", 2, None),
+               (64, "cpa4", 2, 128)])
+
+
+def compile_only() -> int:
+    specs = {f"n{n}x{h}-{m}-c{c}": spec_of(n, m, h, c) for n, m, h, c in variants()
+             if m in ("dec", "full", "cpa", "cpa4")}
+    for name, ptx, sass in probe_common.compiled(specs):
+        print(f"  {name}: HGMMA {sass.count('HGMMA')}, MEMBAR {sass.count('MEMBAR')}")
+    return 0
+
+
+def run_gpu() -> int:
+    import cupy as cp
+    from pymoe.cuda import launch
+    from pymoe.cuda.launch import Kernel
+    vs = variants()
+    with get_context("fork").Pool(min(16, len(vs))) as pool:     # Numba compiles in parallel
+        ptxs = pool.map(_ptx, vs)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    per = 1 << 18                                  # words a CTA streams (1 MiB), wrapped
+    w = cp.arange(3 * sms * per, dtype=cp.uint32) * cp.uint32(2654435761)
+    rows = []
+    for (n, mode, halves, cap), ptx in zip(vs, ptxs):
+        spec = spec_of(n, mode, halves, cap)
+        mod = cp.cuda.function.Module()
+        mod.load(ptx.encode())
+        fn = mod.get_function(launch._entry(ptx))
+        k = Kernel(None, spec, fn, "compiled")
+        k.module = mod
+        dyn = cpa_bytes(halves) if mode.startswith("cpa") else 0
+        if dyn:
+            from cupy.cuda import driver as drv
+            drv.funcSetAttribute(fn.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 dyn)
+        regs = sass_report.func_attrs(fn)[0]
+        best = None
+        for per_sm in (1, 2, 3):
+            ctas = sms * per_sm
+            out = cp.full(ctas * spec.threads, np.nan, cp.float32)
+            p = k.prepare((ctas,), (w, per, KT, out))
+
+            def go():
+                launch._launch_kernel(p._fn, ctas, 1, 1, spec.threads, 1, 1, dyn,
+                                      cp.cuda.get_current_stream().ptr, p._params_ptr, 0)
+            try:
+                ms = probe_common.median_ms(go, 20, warm=2)
+            except Exception as e:                   # too many CTAs for the registers
+                print(f"n{n} {mode} x{per_sm}: {type(e).__name__}")
+                continue
+            ok = bool(cp.isfinite(out).all())
+            tf = 2 * 64 * n * halves * 16 * 4 * KT * WGS * ctas / (ms * 1e-3) / 1e12
+            if best is None or tf > best[0]:
+                best = (tf, per_sm, ms, ok)
+        rows.append((n, mode, halves, regs, best, cap))
+    print(f"wgmma RS m64nNk16 bf16, {WGS} warpgroups a CTA, {KT} k-tiles of 4 wgmma, "
+          "best of 1-3 CTAs an SM (TFLOP/s):")
+    print(f"{'N':>4} " + " ".join(f"{m:>14}" for m in MODES))
+    def cell(r):
+        b = r[4]
+        return (f"{b[0]:5.0f}{'' if b[3] else '!'} x{b[1]} r{r[3]:<3}" if b
+                else f"{'-':>14}")
+    for n in NS:
+        cells = [cell([x for x in rows if x[:3] == (n, mode, 1) and x[5] is None][0])
+                 for mode in MODES]
+        print(f"{n:>4} " + " ".join(f"{c:>14}" for c in cells))
+    print("the v2 loop's shapes (full: + scale table, two staged activation rows a "
+          "thread a half), routes a warpgroup = N x halves:")
+    for r in rows:
+        if r[1] in ("full", "cpa", "cpa4") or r[2] > 1:
+            print(f"  n{r[0]} x{r[2]} {r[1]:>5} cap {r[5] or '-':>4}: {cell(r)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(probe_common.main(__doc__, compile_only, run_gpu))

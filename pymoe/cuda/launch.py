@@ -97,12 +97,25 @@ def clear_memory_cache() -> None:
 
 # ------------------------------------------------------------------ kernel
 
+_STATIC_SMEM = 48 * 1024      # dynamic shared memory a launch may take without opting in
+
+
+def _opt_in_smem(function, nbytes: int) -> None:
+    """Let ``function`` launch with ``nbytes`` of dynamic shared memory (> 48 KB)."""
+    from cupy.cuda import driver as drv
+    drv.funcSetAttribute(function.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                         int(nbytes))
+
+
 class Kernel:
     """A resolved launch: a CuPy function (GPU) or a Numba dispatcher (simulator)."""
 
     def __init__(self, key: LaunchKey, spec: KernelSpec, function, source: str):
         self.key, self.spec, self.function, self.source = key, spec, function, source
         self.threads = spec.threads
+        self.dyn_smem = int(spec.dyn_smem)
+        if function is not None and not SIM and self.dyn_smem > _STATIC_SMEM:
+            _opt_in_smem(function, self.dyn_smem)
         codes = spec.argtypes
         self._is_array = tuple(c.endswith("[]") for c in codes)
         self._np = tuple(NUMPY_TYPES.get(c) for c in codes)
@@ -173,12 +186,12 @@ class _ExLaunch:
     with PROGRAMMATIC_STREAM_SERIALIZATION: the config is built once."""
     __slots__ = ("drv", "cfg", "fn", "params", "streams")
 
-    def __init__(self, fn_ptr: int, dims: tuple, params_ptr: int):
+    def __init__(self, fn_ptr: int, dims: tuple, params_ptr: int, smem: int = 0):
         from cuda.bindings import driver as drv
         cfg = drv.CUlaunchConfig()
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ, cfg.blockDimX = dims
         cfg.blockDimY = cfg.blockDimZ = 1
-        cfg.sharedMemBytes = 0
+        cfg.sharedMemBytes = smem
         at = drv.CUlaunchAttribute()
         at.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
         at.value.programmaticStreamSerializationAllowed = 1
@@ -224,7 +237,7 @@ class PreparedLaunch:
         g = tuple(grid) + (1, 1)
         self._dims = (int(g[0]), int(g[1]), int(g[2]), kernel.threads)
         if dependent and all(self._dims[:3]):
-            self._ex = _ExLaunch(self._fn, self._dims, self._params_ptr)
+            self._ex = _ExLaunch(self._fn, self._dims, self._params_ptr, kernel.dyn_smem)
 
     @property
     def dependent(self) -> bool:
@@ -233,13 +246,14 @@ class PreparedLaunch:
 
     def __call__(self, stream=None) -> None:
         if SIM:
-            self.kernel.function[self.grid, self.kernel.threads](*self._values)
+            self.kernel.function[self.grid, self.kernel.threads, 0,
+                                 self.kernel.dyn_smem](*self._values)
             return
         gx, gy, gz, bx = self._dims
         if self._ex is not None:
             self._ex(stream)
         elif gx and gy and gz:
-            _launch_kernel(self._fn, gx, gy, gz, bx, 1, 1, 0,
+            _launch_kernel(self._fn, gx, gy, gz, bx, 1, 1, self.kernel.dyn_smem,
                            0 if stream is None else stream.ptr, self._params_ptr, 0)
 
 

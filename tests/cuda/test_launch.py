@@ -16,6 +16,7 @@ from tests.cuda.ptxas import assemble
 from pymoe import geometry as geo
 
 launch = pytest.importorskip("pymoe.cuda.launch")
+cuda = launch.cuda
 
 KEY = geo.LaunchKey("decode_fc1", format="mxfp4", activation="silu", dtype="bfloat16",
                     hidden_size=64, intermediate_size=32, tile_n=16)
@@ -462,3 +463,50 @@ def test_cli_prewarm_without_gpu_says_so():
         pytest.skip("a GPU is present")
     r = _cli("prewarm", "--preset", "tiny")
     assert r.returncode == 2 and "needs a CUDA GPU" in r.stderr
+
+
+def _dyn_smem_spec(nbytes: int):
+    """A kernel that fills its dynamic shared array with tid-derived words,
+    barriers, and writes it back reversed: every byte of ``nbytes`` is used.
+    (``cuda`` is this module's global: the simulator swaps globals named so.)"""
+    from numba import uint32
+    from pymoe.cuda.kernels.spec import KernelSpec
+    words = nbytes // 4
+
+    def k(out):
+        tid = cuda.threadIdx.x
+        dyn = cuda.shared.array(0, uint32)
+        for i in range(tid, words, 128):
+            dyn[i] = uint32((i * 2654435761 + 12345) & 0xFFFFFFFF)
+        cuda.syncthreads()
+        for i in range(tid, words, 128):
+            out[i] = dyn[words - 1 - i]
+
+    return KernelSpec(k, ("u4[]",), 128, dyn_smem=nbytes)
+
+
+def _dyn_smem_want(nbytes: int) -> np.ndarray:
+    i = np.arange(nbytes // 4, dtype=np.uint64)
+    return ((i * 2654435761 + 12345) & 0xFFFFFFFF).astype(np.uint32)[::-1]
+
+
+@pytest.mark.gpu
+def test_dynamic_shared_memory_past_48k_launches():
+    """KernelSpec.dyn_smem: the launch passes the bytes (plain and dependent
+    launches) and the load opts the function in past 48 KB."""
+    import cupy as cp
+    nbytes = 96 * 1024
+    k = launch.load_spec(_dyn_smem_spec(nbytes))
+    for dependent in (False, True):
+        out = cp.full(nbytes // 4, 0xFFFFFFFF, cp.uint32)
+        k.prepare((1,), (out,), dependent=dependent)(None)
+        np.testing.assert_array_equal(cp.asnumpy(out), _dyn_smem_want(nbytes))
+
+
+@pytest.mark.cudasim
+def test_dynamic_shared_memory_in_the_simulator():
+    nbytes = 4096
+    k = launch.load_spec(_dyn_smem_spec(nbytes))
+    out = np.full(nbytes // 4, 0xFFFFFFFF, np.uint32)
+    k.launch((1,), (out,))
+    np.testing.assert_array_equal(out, _dyn_smem_want(nbytes))

@@ -35,12 +35,16 @@ class KernelSpec:
     """pyfunc: the kernel; argtypes: one ABI code per argument; threads per CTA;
     arch_specific: compiled for the device's arch-specific target (sm_90a: wgmma),
     which runs on that compute capability only; max_regs: a register cap for
-    ptxas (PTX .maxnreg), e.g. to fit one more CTA an SM."""
+    ptxas (PTX .maxnreg), e.g. to fit one more CTA an SM; dyn_smem: bytes of
+    dynamic shared memory every launch passes (the kernel's
+    ``cuda.shared.array(0, ...)``; past 48 KB the launch layer opts the
+    function in when it loads it)."""
     pyfunc: Callable
     argtypes: tuple[str, ...]
     threads: int
     arch_specific: bool = False
     max_regs: int | None = None
+    dyn_smem: int = 0
 
     @property
     def signature(self):

@@ -37,7 +37,8 @@ __all__ = [
     "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "route_pack_grid",
-    "WGMMA_RING", "WGMMA_V2_RING", "WGMMA_V2_MAX_BLOCK", "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
+    "WGMMA_RING", "WGMMA_V2_RING", "WGMMA_V2_REG_RING", "WGMMA_V2_CP_MAX_BLOCK", "v2_cp_ring",
+    "WGMMA_V2_MAX_BLOCK", "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
     "WGMMA_V2_WARPGROUPS", "gemm_warpgroups", "gemm_threads", "gemm_max_regs", "WGMMA_FOLD_BYTES",
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
@@ -130,12 +131,23 @@ WGMMA_CC = (9, 0)
 # waits until every warp is past it (kernels/gemm_wgmma.py).
 WGMMA_RING = 4
 # The wgmma GEMM reads weight layout v2 for blocks of up to WGMMA_V2_MAX_BLOCK
-# routes (kernels/gemm_wgmma_v2.py: one 16-byte load a lane and 64 K, 4 wgmma
-# a k-tile); its B ring holds WGMMA_V2_RING k-tile images (64 K each: 8 KB at
-# B = 64) inside the caller's fp32 accumulator tile until the last wgmma is done
-# (kernels/gemm.acc_tile_words: 32 KB at B = 64 with two warpgroups, under the
-# 48 KB static).  Blocks of 128 stay on the packed rows (gemm_wgmma).
-WGMMA_V2_RING = 3
+# routes (kernels/gemm_wgmma_v2.py: 64 K and 4 wgmma a k-tile).  Blocks up to
+# WGMMA_V2_CP_MAX_BLOCK take everything by cp.async into a ring of
+# WGMMA_V2_RING slots, each a k-tile's weights, scale words and activation
+# image (9 KB at B = 32, MXFP4), fed 2 k-tiles ahead, in the caller's fp32
+# accumulator tile (then dynamic shared memory); larger ones load weights and
+# activations into registers a k-tile ahead and keep WGMMA_V2_REG_RING
+# activation images in a static tile.  Blocks of 128 stay on the packed rows
+# (gemm_wgmma).  H200, graph replay, us (one run; MXFP4 / bf16; the cp.async
+# ring at every block beside the register loop, both device-compiled):
+#   gpt-oss-120b  T = 64 (B 8): 698.4 -> 595.4   512: 1109.4 -> 1050.3
+#                 1024: 1657.9 -> 1643.9         4096 (B 64): 3904.9 -> 4389.1
+#   qwen3-30b-a3b T = 64: 223.2 -> 199.7         512: 438.2 -> 423.3
+#                 1024: 612.9 -> 608.3           4096 (B 64): 1611.9 -> 1699.2
+# so B = 64 keeps the register loop.
+WGMMA_V2_RING = 4
+WGMMA_V2_REG_RING = 3
+WGMMA_V2_CP_MAX_BLOCK = 32
 WGMMA_V2_MAX_BLOCK = 64
 # ... with WGMMA_V2_WARPGROUPS warpgroups a CTA on that one B ring: each
 # multiplies its own 64 weight rows (warps 4g..4g+3: row tiles of the CTA's
@@ -578,6 +590,12 @@ def gemm_reads_v2(gemm: str, block: int) -> bool:
     """Whether the block GEMM ``gemm`` at block size ``block`` reads the weights
     in layout v2 (DeviceWeights.w13_v2 ...) rather than the packed rows."""
     return gemm == "wgmma" and block <= WGMMA_V2_MAX_BLOCK
+
+
+def v2_cp_ring(block: int) -> bool:
+    """Whether the v2 wgmma GEMM at this block feeds its ring by cp.async (see
+    WGMMA_V2_CP_MAX_BLOCK) rather than through registers."""
+    return block <= WGMMA_V2_CP_MAX_BLOCK
 
 
 def gemm_max_regs(gemm: str, block: int) -> int | None:

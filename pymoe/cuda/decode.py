@@ -54,7 +54,7 @@ def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, ke
         w, s, g, b = experts.w13_v2, experts.w13_v2_scales, experts.w13_global, experts.w13_bias
     else:
         w, s, g, b = experts.w2_v2, experts.w2_v2_scales, experts.w2_global, experts.w2_bias
-    avec = int(data_address(a) % 8 == 0)
+    avec = int(data_address(a) % 4 == 0)
     return resolve(key, stream).prepare(
         decode_grid(ntr, r, e, _num_sms()),
         (a, ids, stride, k, emap, has_map, num_ids, r, topk_weights, w, s,

@@ -17,13 +17,15 @@ the same intermediate column); relu2 w13 and w2 tile i holds rows 16i..16i+15.
 Rows past the end are zero.
 
 Word s (k-step s) of lane (g, t) holds the 8 values of the mma.sync m16n8k16 A
-fragment for that k-step, with the fragment's K slots bound to real columns so
-each lane's activations are 4 consecutive values:  k0 = 64c + 16s + 4t,
-    pair 0 = (row g,   k0, k0+1)      A register a0
-    pair 1 = (row g+8, k0, k0+1)      a1
-    pair 2 = (row g,   k0+2, k0+3)    a2
-    pair 3 = (row g+8, k0+2, k0+3)    a3
-(lo value = the lower K).  The 4 bits of a code (sign, e1, e0, m) are spread so
+fragment for that k-step (the wgmma m64nNk16 A fragment of the lane's warp is
+the same), in the fragment's own K order:  k0 = 64c + 16s + 2t,
+    pair 0 = (row g,   k0, k0+1)        A register a0
+    pair 1 = (row g+8, k0, k0+1)        a1
+    pair 2 = (row g,   k0+8, k0+9)      a2
+    pair 3 = (row g+8, k0+8, k0+9)      a3
+(lo value = the lower K).  So the activations of a k-step are in their natural
+order wherever the kernels stage or load them: a 16-byte run of a route's row
+is one core-matrix row of the wgmma B image (a cp.async copies it as it is).  The 4 bits of a code (sign, e1, e0, m) are spread so
 a bf16 decoder gets each pair with shifts and masks, bf16 bits m@6, e0@7, e1@8,
 sign@15 (+16 for hi): BITS[p] lists the positions of (m, e0, e1, sign) of pair
 p's lo value (hi = +16).  Decoded that way a pair is the FP4 values x 2^-126 (the
@@ -71,7 +73,7 @@ def _lane_index():
     q = np.arange(2)[None, None, None, :]
     g, t = lane // 4, lane % 4
     row = g + 8 * (p % 2)
-    col = 16 * s + 4 * t + 2 * (p // 2) + q
+    col = 16 * s + 2 * t + 8 * (p // 2) + q
     return np.broadcast_arrays(row, col)
 
 

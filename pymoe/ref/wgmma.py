@@ -103,25 +103,21 @@ def d_unpack(raw, n: int) -> np.ndarray:
 
 # ---- wgmma over weight layout v2 (pymoe/ref/layout.py): the data path of a block
 # GEMM that reads v2 tiles.  A v2 tile is 16 rows x 64 K, lane (g, q) owning word s
-# = its mma A fragment of k-step s with the fragment's K slots bound to real
-# columns so each lane's 4 activations are consecutive:
-#     slot 2q + u      -> real 16 s + 4 q + u        (registers r0, r1)
-#     slot 2q + 8 + u  -> real 16 s + 4 q + 2 + u    (registers r2, r3)
+# = its mma A fragment of k-step s in the fragment's own K order:
+#     slot 2q + u      -> real 16 s + 2 q + u        (registers r0, r1)
+#     slot 2q + 8 + u  -> real 16 s + 2 q + 8 + u    (registers r2, r3)
 # wgmma's A fragment of warp w is that of an m16n8k16 mma on rows 16w..16w+15, so
-# decode_pairs(word s) gives k-step s's four A registers as they are.  B must hold
-# the activations in the same order: core matrix 0 of k-step s gathers real
-# columns 16s + {0, 1, 4, 5, 8, 9, 12, 13}, core matrix 1 16s + {2, 3, 6, 7, 10,
-# 11, 14, 15}.  With a route's 16 values of k-step s as 8 words x0..x7 (pairs of
-# consecutive values), core row 0 is (x0, x2, x4, x6) and core row 1 (x1, x3, x5,
-# x7): two 16-byte stores, no byte permutes.
+# decode_pairs(word s) gives k-step s's four A registers as they are, and B holds
+# the activations in their natural order: with a route's 16 values of k-step s as
+# 8 words x0..x7 (pairs of consecutive values), core row 0 is (x0 .. x3) and core
+# row 1 (x4 .. x7), each one contiguous 16-byte run of the route's row.
 
 
 def v2_k_order(ks: int) -> np.ndarray:
-    """int [16 ks]: the real K column of logical k (the chain's k index)."""
-    s, j = np.divmod(np.arange(16 * ks), 16)
-    h, r = np.divmod(j, 8)
-    q, u = np.divmod(r, 2)
-    return 16 * s + 4 * q + 2 * h + u
+    """int [16 ks]: the real K column of logical k (the chain's k index): the
+    identity, since layout v2 holds each k-step in the fragment's own K order
+    (pymoe/ref/layout.py)."""
+    return np.arange(16 * ks)
 
 
 def v2_b_image(X, dtype: str, lbo: int = 128, sbo: int = 256) -> np.ndarray:

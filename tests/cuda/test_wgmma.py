@@ -4,6 +4,8 @@ The layouts are checked on the CPU (every element lands once), the kernel's PTX
 with no GPU (sm_90a, wgmma, no local memory, the local ptxas accepts it), and one
 m64nNk16 chain on the H200 against NumPy, exactly (small integers: every sum is
 exact in fp32)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -67,18 +69,19 @@ def test_layouts_place_every_element_once(dtype, n):
 def test_v2_tiles_are_wgmma_a_fragments(fmt, dtype, which, act, k):
     """The data path of a block GEMM on weight layout v2 (pymoe/ref/wgmma.py):
     four v2 row tiles decoded lane by lane (decode_pairs, scales folded) are the
-    warpgroup's A registers as they are, and activations staged in v2's K order
-    (v2_b_image: two 16-byte core rows a route and k-step, no permutes) make the
-    chain compute the 64 tiles' rows x X exactly, K tail (k = 40) included."""
+    warpgroup's A registers as they are, and activations staged in their natural
+    K order (v2 holds each k-step in the fragment's own order, so v2_b_image is
+    b_image: two 16-byte core rows a route and k-step, each a contiguous run of
+    the route's row) make the chain compute the 64 tiles' rows x X exactly, K tail
+    (k = 40) included."""
     n = 16
     words, sw, _, _, W, Xv = _v2_case(fmt, dtype, which, act, k, n, k)
     sb = np.ascontiguousarray(sw).view(np.uint8)
     afrag = lay.v2_a_fragments(words, sb, fmt, dtype)
     raw = _emulate(afrag, lay.v2_b_image(Xv, dtype), 128, 256, n, dtype)
     np.testing.assert_array_equal(lay.d_unpack(raw, n), W @ Xv)
-    order = lay.v2_k_order(4)
-    assert sorted(order) == list(range(64))
-    assert list(order[:16]) == [0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15]
+    assert list(lay.v2_k_order(4)) == list(range(64))
+    np.testing.assert_array_equal(lay.v2_b_image(Xv, dtype), lay.b_image(Xv, dtype))
 
 
 def _kernel(n, dtype, lbo, sbo):
@@ -214,7 +217,8 @@ def _v2_kernel(n, dtype, fmt, kt):
             s2[i] = s2g[i]
         base = smem_u32(sm)
         sb = (base + uint32(127)) & uint32(0xFFFFFF80)
-        # stage B: task (route m, k-tile c, k-step s) = 8 words x0..x7 -> two rows
+        # stage B: task (route m, k-tile c, k-step s) = 8 words x0..x7 -> two rows,
+        # in their natural K order (layout v2 keeps the fragment's own)
         for task in range(t, n * kt * 4, 128):
             m = task // (kt * 4)
             cs = task % (kt * 4)
@@ -222,8 +226,8 @@ def _v2_kernel(n, dtype, fmt, kt):
             x0, x1, x2, x3 = ld_nc4(x, src)
             x4, x5, x6, x7 = ld_nc4(x, src + 4)
             row = sb + uint32(cs * step_b + (m // 8) * 256 + (m % 8) * 16)
-            sts4(row, x0, x2, x4, x6)
-            sts4(row + uint32(128), x1, x3, x5, x7)
+            sts4(row, x0, x1, x2, x3)
+            sts4(row + uint32(128), x4, x5, x6, x7)
         fence_proxy_async()
         cuda.syncthreads()
         acc = fill(float32(0.0))
@@ -347,8 +351,9 @@ def test_v2_chain_kernel_matches_numpy(fmt, dtype, which, act, k, n):
                                              ("mxfp4", "float16", 32), ("nvfp4", "bfloat16", 128)])
 def test_wgmma_block_gemm_ptx(fmt, dtype, block):
     """fc1 / fc2 with gemm='wgmma': sm_90a, m64nBk16 in pairs (two a 32-K chunk, packed
-    rows: B = 128) or fours (four a 64-K v2 k-tile: B <= 64, 16-byte weight loads and
-    16-byte B stores), the async-proxy fence and a barrier a chunk, no local memory;
+    rows: B = 128) or fours (four a 64-K v2 k-tile: B <= 64; 16-byte weight loads and
+    16-byte B stores, or 16-byte cp.async for both where geometry.v2_cp_ring), the
+    async-proxy fence and a barrier a chunk, no local memory;
     the local ptxas keeps the wgmma asynchronous (no serialization warning) with no
     stack frame or spills."""
     from pymoe import geometry as geo
@@ -370,7 +375,15 @@ def test_wgmma_block_gemm_ptx(fmt, dtype, block):
         assert "fence.proxy.async.shared::cta" in ptx and "bar.sync" in ptx
         assert "wgmma.wait_group.sync.aligned 0" in ptx
         assert ("st.shared.v4.u32" if v2 else "st.shared.v2.u32") in ptx
-        assert "ld.global.nc.v4.u32" in ptx and ".local" not in ptx
+        assert ".local" not in ptx
+        if v2 and geo.v2_cp_ring(block):   # weights by 16-byte cp.async, and the
+            assert "cp.async.cg.shared.global" in ptx      # activations too (zero-
+            assert "cp.async.wait_group 1" in ptx           # filled) unless scaled
+            zfill = re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r",
+                              ptx)
+            assert (zfill is None) == (key.kernel == "fc1"), key   # (router on fc1's input)
+        else:
+            assert "ld.global.nc.v4.u32" in ptx
         rep = assemble(ptx, arch="sm_90a")
         if rep is not None:
             assert "0 bytes stack frame, 0 bytes spill" in rep, rep

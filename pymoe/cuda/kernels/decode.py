@@ -30,7 +30,7 @@ its 16 bytes of weights and its 4 / 8 scale bytes of each tile of the group per
 k-tile into its own slot of a shared-memory ring of DECODE_RING / G stages with
 cp.async (one group per stage, DECODE_RING / G - 1 stages ahead, across groups
 and passes), waits for the oldest and reads the slot back (it reads only what it
-copied, so no barrier); activations (8 bytes per route and k-step) are .nc
+copied, so no barrier); activations (two 4-byte pairs a route and k-step) are .nc
 loads, cached.
 The FP4 -> 16-bit decode is shifts and masks (pymoe/ref/layout.py) and one
 packed multiply per pair:
@@ -55,7 +55,7 @@ from ...dtypes import round_to
 from ...ref.layout import decode_pairs
 from .common import M14, M126, make_decoder, make_fc1_epilogue, make_fc2_epilogue, make_round_pair
 from .intrinsics import SIM, act_code, bf16_to_f32, f32_to_bf16, make_act_io
-from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_commit, f2h, gaddr, h2f, ld_nc2,
+from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_commit, f2h, gaddr, h2f, ld_nc1,
                   lds1, lds2, lds4, make_cp_wait, mma_bf16, mma_f16, mul2_bf16, mul2_f16,
                   pdl_trigger, pdl_wait, smem_u32)
 from .routes import local_expert
@@ -132,26 +132,32 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
             return h2f(h)
 
     def make_bfrag(vec, guard):
-        """bfrag(a, xa, m, dk, kk) -> (b0, b1): the mma B fragment, the 4 values at
-        a[xa + dk] of one route's activation row (router weight m when on_input);
-        ``vec``: one 8-byte load (an 8-byte aligned activation base), else four
-        16-bit loads; ``guard``: zeros where kk + dk >= K (kk: the lane's first k
-        in the last k-tile, when K % 64 != 0).  K % 8 == 0 (formats.py), so a
-        lane's 4 values are all inside K or all outside."""
+        """bfrag(a, xa, m, dk, kk) -> (b0, b1): the mma B fragment of one route's
+        activation row for the k-step at a[xa + dk ...] (xa: the row's base plus
+        the lane's 2t): b0 the pair at + 0, b1 the pair at + 8 (router weight m
+        when on_input); ``vec``: 4-byte loads (a 4-byte aligned activation base),
+        else 16-bit loads; ``guard``: zeros where kk + dk (+ 8) >= K (kk: the lane's
+        first k in the last k-tile, when K % 64 != 0).  K % 8 == 0 (formats.py),
+        so each pair is all inside K or all outside."""
         @device_fn
         def bfrag(a, xa, m, dk, kk):
             b0 = uint32(0)
             b1 = uint32(0)
             if not guard or kk + dk < kdim:
                 if vec:
-                    b0, b1 = ld_nc2(a, xa + dk)
+                    b0 = ld_nc1(a, xa + dk)
                 else:
                     b0 = (uint32(pack16(load(a, xa + dk)))
                           | (uint32(pack16(load(a, xa + dk + 1))) << uint32(16)))
-                    b1 = (uint32(pack16(load(a, xa + dk + 2)))
-                          | (uint32(pack16(load(a, xa + dk + 3))) << uint32(16)))
                 if on_input:
                     b0 = round_pair(b0, m)
+            if not guard or kk + dk + 8 < kdim:
+                if vec:
+                    b1 = ld_nc1(a, xa + dk + 8)
+                else:
+                    b1 = (uint32(pack16(load(a, xa + dk + 8)))
+                          | (uint32(pack16(load(a, xa + dk + 9))) << uint32(16)))
+                if on_input:
                     b1 = round_pair(b1, m)
             return b0, b1
 
@@ -324,7 +330,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 slot = nit & uint32(depth - 1)
                 acc = step_t(acc, wr + uint32(slot * uint32(wslot_b)),
                              sr + uint32(slot * uint32(sslot_b)), xa0, xa1, m0, m1, sl, s2, a,
-                             (kt_n - 1) * V2_TILE_K + 4 * t, tile, lane, sim)
+                             (kt_n - 1) * V2_TILE_K + 2 * t, tile, lane, sim)
                 nit = uint32(nit + uint32(1))
             return acc, nit, st
 
@@ -363,8 +369,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         wdeq = np.zeros((2, 64))
         for hh in range(2):
             for k in range(64):
-                st, tt, q = k // 16, (k % 16) // 4, k % 2
-                p = 2 * ((k % 4) // 2) + hh
+                st, tt, q = k // 16, (k % 8) // 2, k % 2
+                p = 2 * ((k % 16) // 8) + hh
                 word = int(w[tile + (4 * g + tt) * V2_LANE_WORDS + st])
                 h = (decode_pairs(word, key.dtype)[p] >> (16 * q)) & 0xFFFF
                 v = f16(h, key.dtype)
@@ -534,7 +540,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 # the pass's last route (computed, never stored): no barrier needed
                 q0 = min(p + g, ne - 1)
                 q1 = min(p + 8 + g, ne - 1)
-                k0 = warp * V2_TILE_K + 4 * t
+                k0 = warp * V2_TILE_K + 2 * t
                 xa0 = int64(rt[q0]) * kdim + k0
                 xa1 = int64(rt[q1]) * kdim + k0
                 m0 = float32(1.0)

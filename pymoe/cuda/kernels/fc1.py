@@ -17,7 +17,7 @@ from numba import cuda, float32, int32, int64
 from ...geometry import (LaunchKey, gemm_max_regs, gemm_reads_v2, gemm_threads,
                          gemm_warpgroups, is_gated)
 from .common import (TILE_ROWS, activation_code, make_fc1_epilogue, shape_of)
-from .gemm import acc_tile_words, make_tile_gemm
+from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
 from .spec import KernelSpec
 
@@ -39,6 +39,8 @@ def build(key: LaunchKey) -> KernelSpec:
     assert tn1 == (TILE_ROWS // 2 if gated else TILE_ROWS), key
     inter = key.intermediate_size
     acc_n = acc_tile_words(key, b)              # b x rows, or more: the GEMM's B ring
+    dyn = acc_tile_dyn_bytes(key, b)            # the tile in dynamic shared memory
+    acc_shape = 0 if dyn else acc_n
     assert b <= nthr, b
 
     def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out):
@@ -52,7 +54,7 @@ def build(key: LaunchKey) -> KernelSpec:
                 if n < inter:
                     store(out, (blk * b + idx // tn) * inter + n, float32(0.0))
             return
-        acc = cuda.shared.array(acc_n, float32)
+        acc = cuda.shared.array(acc_shape, float32)     # (0: dynamic)
         live = cuda.shared.array(b, int32)          # slot m holds a route (1) or padding
         gemm(acc, blk, e, n0, x, w, s, lut, pri, n_routes, top_k, tw)
         if tid < b:                                  # one load a slot, not one an output
@@ -76,4 +78,4 @@ def build(key: LaunchKey) -> KernelSpec:
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
                                "u4[]", sarg, "f4[]", "f4[]", "f4[]", act_code(key.dtype)),
                       nthr, arch_specific=key.gemm == "wgmma",
-                      max_regs=gemm_max_regs(key.gemm, b))
+                      max_regs=gemm_max_regs(key.gemm, b), dyn_smem=dyn)

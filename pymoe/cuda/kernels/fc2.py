@@ -15,7 +15,7 @@ from numba import cuda, float32, int32, int64, uint64
 from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_max_regs,
                          gemm_reads_v2, gemm_threads, gemm_warpgroups)
 from .common import (TILE_ROWS, activation_code, make_fc2_epilogue, shape_of)
-from .gemm import acc_tile_words, make_tile_gemm
+from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
 from .ptx import pdl_wait
 from .routes import local_expert
@@ -35,6 +35,8 @@ def build(key: LaunchKey) -> KernelSpec:
     tn = key.tile_n                             # = the accumulator rows a route
     assert tn == TILE_ROWS * wgs, key
     acc_n = acc_tile_words(key, b)              # b x tn, or more: the GEMM's B ring
+    dyn = acc_tile_dyn_bytes(key, b)            # the tile in dynamic shared memory
+    acc_shape = 0 if dyn else acc_n
     on_input = key.router_on_input
     assert b <= nthr, b
 
@@ -45,7 +47,7 @@ def build(key: LaunchKey) -> KernelSpec:
         e = int64(beid[blk])
         if e < 0:
             return
-        acc = cuda.shared.array(acc_n, float32)
+        acc = cuda.shared.array(acc_shape, float32)     # (0: dynamic)
         rs = cuda.shared.array(b, int32)            # slot m's route (-1: padding)
         ws = cuda.shared.array(b, float32)          # and its router weight
         gemm(acc, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
@@ -69,7 +71,7 @@ def build(key: LaunchKey) -> KernelSpec:
                                "u4[]", sarg,
                                "f4[]", "f4[]", "f4[]", "f4[]"), nthr,
                       arch_specific=key.gemm == "wgmma",
-                      max_regs=gemm_max_regs(key.gemm, b))
+                      max_regs=gemm_max_regs(key.gemm, b), dyn_smem=dyn)
 
 
 def build_combine(key: LaunchKey) -> KernelSpec:

@@ -10,11 +10,11 @@ cores (gemm_fma, a = the 16-bit activations; what the simulator runs).
 """
 from __future__ import annotations
 
-from ...geometry import LaunchKey, gemm_reads_v2
+from ...geometry import LaunchKey, gemm_reads_v2, v2_cp_ring
 from . import gemm_fma, gemm_mma, gemm_wgmma, gemm_wgmma_v2
 from .common import TILE_ROWS, Shape
 
-__all__ = ["make_tile_gemm", "acc_tile_words"]
+__all__ = ["make_tile_gemm", "acc_tile_words", "acc_tile_dyn_bytes"]
 
 
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
@@ -34,5 +34,14 @@ def acc_tile_words(key: LaunchKey, block: int) -> int:
     """fp32 words the caller's accumulator tile takes: block x TILE_ROWS, or the
     v2 GEMM's (more warpgroups a CTA, and its B ring lives there)."""
     if gemm_reads_v2(key.gemm, block):
-        return gemm_wgmma_v2.acc_tile_words(block)
+        return gemm_wgmma_v2.acc_tile_words(block, key.format)
     return block * TILE_ROWS
+
+
+def acc_tile_dyn_bytes(key: LaunchKey, block: int) -> int:
+    """Bytes of dynamic shared memory the caller's accumulator tile takes (the v2
+    GEMM's cp.async ring outgrows the 48 KB of a static allocation), 0 when it is
+    static."""
+    if gemm_reads_v2(key.gemm, block) and v2_cp_ring(block):
+        return 4 * acc_tile_words(key, block)
+    return 0

@@ -15,34 +15,43 @@ Data path (pymoe/ref/wgmma.py v2_a_fragments / v2_b_image, checked on the CPU;
 tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
 - A: warp w takes v2 row tile 4 (n0 / tn) + w (a gated tile: gate rows of 8
   columns as its rows 0..7, their up rows as 8..15, so the CTA's four tiles are
-  the same 32 columns as the packed tile; otherwise 16 rows).  A lane loads its
-  16 bytes of a k-tile (64 K) with one ld.global.nc.v4 and decodes word s into
-  k-step s's four A registers as they are (common.make_decoder: shifts and
-  masks, FP4 x 2^-126 / 2^-14), then multiplies them to value x scale in one
-  packed multiply by a table value: bf16 MXFP4 E8M0 x 2^118, NVFP4 E4M3 x 2^116
-  (bf16) / 2^7 (fp16), the 2^8 / 2^10 / 2^7 left over taken out of the fp32
-  accumulators at the end; fp16 MXFP4 in two (by 2^14, then the E8M0 value).
-  Exact where geometry.wgmma_scale_fold_ok.
+  the same 32 columns as the packed tile; otherwise 16 rows).  A lane takes its
+  16 bytes of a k-tile (64 K) and decodes word s into k-step s's four A
+  registers as they are (common.make_decoder: shifts and masks, FP4 x 2^-126 /
+  2^-14), then multiplies them to value x scale in one packed multiply by a
+  table value: bf16 MXFP4 E8M0 x 2^118, NVFP4 E4M3 x 2^116 (bf16) / 2^7 (fp16),
+  the 2^8 / 2^10 / 2^7 left over taken out of the fp32 accumulators at the end;
+  fp16 MXFP4 in two (by 2^14, then the E8M0 value).  Exact where
+  geometry.wgmma_scale_fold_ok.
 - B: a k-tile's image is 4 k-step images (K-major, no swizzle, lbo 128, sbo 256)
-  of the block's routes in v2's K order: a route's 16 values of k-step s as 8
-  words x0..x7 are core rows (x0, x2, x4, x6) and (x1, x3, x5, x7), two 16-byte
-  shared stores, no byte permutes.  Threads 4m .. 4m + 3 stage route m's k-steps
-  0 .. 3 (2 x 16-byte loads each; zeros past K and in padding).
-- A CTA runs geometry.gemm_warpgroups(B) warpgroups on the one B ring:
-  warpgroup g (warps 4g .. 4g + 3) multiplies the CTA's row tiles 4g .. 4g + 3,
-  i.e. its own 64 weight rows, so the activations are staged, fenced and
-  barriered once for all of them; its accumulators land in rows 64g .. 64g + 63
-  of each route's warpgroups x 64 in the tile.
-- Ring of WGMMA_V2_RING k-tile images, one barrier a k-tile (as gemm_wgmma):
-  iteration c waits (k-tile c's image written, every warp past k-tile c - 2),
-  stores k-tile c + 1's activations (loaded an iteration earlier) into the slot
-  k-tile c - 2 read, loads k-tile c + 2's activations and k-tile c + 1's weights,
-  waits for its own k-tile c - 1 (the A registers are written next), then
-  decodes and issues k-tile c's 4 wgmma.  Slots are counters, descriptors the
-  ring's plus an offset.  Every global load is issued at the top of an iteration
-  and has the whole iteration to land: the proxy fence at the next top
-  (MEMBAR.ALL.CTA in SASS) waits for all of the thread's loads in flight, so
-  loading two k-tiles ahead buys nothing and a load issued late stalls it.
+  of the block's routes in their natural K order (v2 holds each k-step in the
+  fragment's own order): a route's 16 values of k-step s as 8 words x0..x7 are
+  core rows (x0 .. x3) and (x4 .. x7), each a contiguous 16-byte run of its row.
+  Threads 4m .. 4m + 3 stage route m's k-steps 0 .. 3 (zeros past K and in
+  padding).
+- A CTA runs geometry.gemm_warpgroups(B) warpgroups on the one ring: warpgroup
+  g (warps 4g .. 4g + 3) multiplies the CTA's row tiles 4g .. 4g + 3, i.e. its
+  own 64 weight rows, so the activations are staged, fenced and barriered once
+  for all of them; its accumulators land in rows 64g .. 64g + 63 of each
+  route's warpgroups x 64 in the tile.
+- Two main loops, one barrier a k-tile each; geometry.v2_cp_ring(B) picks:
+  * the cp.async ring (B <= WGMMA_V2_CP_MAX_BLOCK): WGMMA_V2_RING slots, each a
+    k-tile's weights (16 bytes a thread), scale word(s) and image, every byte
+    copied by cp.async (activations zero-filled past K and in padding; a router
+    weight on the input, or a base not 16-byte aligned, goes through registers
+    and st.shared instead), 2 k-tiles ahead.  Iteration c: cp.async.wait_group 1
+    (k-tile c landed), proxy fence, barrier (every warp past k-tile c - 2);
+    copies of k-tile c + 2 into the slot k-tile c - 2 used; weights and scales
+    from shared memory; wgmma.wait_group 0 (k-tile c - 1, whose A registers are
+    written next); decode; 4 wgmma.  No global load into registers is in flight
+    at the fence, whose MEMBAR.ALL.CTA waits for every one.
+  * the register loop (larger blocks): WGMMA_V2_REG_RING images; iteration c
+    stores k-tile c + 1's activations (loaded an iteration earlier) into the
+    slot k-tile c - 2 read, loads k-tile c + 2's activations and k-tile c + 1's
+    weights (ld.global.nc.v4), waits for its own k-tile c - 1, then decodes and
+    issues k-tile c's 4 wgmma.  Every load has the whole iteration to land: the
+    proxy fence at the next top waits for it.
+  Slots are counters, descriptors the ring's plus an offset.
 A tile index past the projection's row tiles is clamped to the last one; its
 rows are past the outputs, which the epilogues never read.
 """
@@ -50,12 +59,15 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32
 
-from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_RING, LaunchKey, gemm_threads,
-                         gemm_warpgroups, is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
+from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_REG_RING, WGMMA_V2_RING, LaunchKey,
+                         gemm_threads, gemm_warpgroups, is_gated, v2_cp_ring, v2_k_tiles,
+                         v2_row_tiles, v2_scale_bytes)
 from .common import (M14, M126, TILE_ROWS, Shape, make_decoder, make_pair16,
                      make_round_pair, tile_roles)
 from .gemm_mma import make_route_row
-from .ptx import gaddr, ld_nc1, ld_nc4, mul2_bf16, mul2_f16, smem_u32, sts4
+from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_async16_z, cp_commit, gaddr,
+                  ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait, mul2_bf16, mul2_f16,
+                  smem_u32, sts4)
 from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
                     make_wgmma_wait, wgmma_commit, wgmma_desc, wgmma_fence)
 
@@ -66,13 +78,24 @@ SBO = 256               # bytes between groups of 8 routes
 KT_WORDS = 128          # uint32 words of one v2 tile (32 lanes x 16 bytes)
 
 
-def acc_tile_words(block: int) -> int:
+def slot_bytes(block: int, fmt: str) -> int:
+    """Bytes of one ring slot (one k-tile): every thread's 16 weight bytes, its
+    scale word(s), then the block's activation image (4 k-steps x 32 bytes a route)."""
+    nthr = gemm_threads("wgmma", block)
+    swl = 2 if fmt == "nvfp4" else 1
+    return nthr * 16 + nthr * 4 * swl + 4 * 32 * block
+
+
+def acc_tile_words(block: int, fmt: str = "mxfp4") -> int:
     """fp32 words of the caller's accumulator tile (block routes x the CTA's
-    gemm_warpgroups x TILE_ROWS rows): at least the B ring of WGMMA_V2_RING
-    k-tile images (+ 128 bytes to align), which lives there until the tile is
-    written."""
-    return max(block * TILE_ROWS * gemm_warpgroups("wgmma", block),
-               WGMMA_V2_RING * 4 * 32 * block // 4 + 32)
+    gemm_warpgroups x TILE_ROWS rows): at least the ring (+ 128 bytes to align),
+    which lives there until the tile is written: WGMMA_V2_RING slots where
+    v2_cp_ring (the caller then allocates it as dynamic shared memory: 36 KB at
+    B = 32, MXFP4), else WGMMA_V2_REG_RING activation images (static)."""
+    tile = block * TILE_ROWS * gemm_warpgroups("wgmma", block)
+    if v2_cp_ring(block):
+        return max(tile, WGMMA_V2_RING * slot_bytes(block, fmt) // 4 + 32)
+    return max(tile, WGMMA_V2_REG_RING * 4 * 32 * block // 4 + 32)
 
 
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
@@ -93,15 +116,22 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     step_b = 32 * b                                        # one k-step's image, bytes
     img = 4 * step_b                                       # one k-tile's image
     ring = WGMMA_V2_RING
-    assert ring >= 3
+    rring = WGMMA_V2_REG_RING
+    cp_ring = v2_cp_ring(b)
+    assert ring >= 3 and rring >= 3
+    if not cp_ring:             # a static tile: under the 48 KB of a static allocation
+        assert 4 * (acc_tile_words(b, key.format) + 256) <= 48 * 1024, (rring, b)
     wgs = gemm_warpgroups(key.gemm, b)
     nthr = gemm_threads(key.gemm, b)
     rows = TILE_ROWS * wgs                                 # accumulator rows a route
     assert 4 * b <= nthr, b                                # a thread stages one k-step
-    # static shared memory: the caller's fp32 accumulator tile (which holds the B
-    # ring until the last wgmma is done) and the scale table stay under the 48 KB
-    # a static allocation may take
-    assert 4 * (acc_tile_words(b) + 256) <= 48 * 1024, (ring, b)
+    swl = 2 if nv else 1                                   # scale words a lane
+    WSLOT = nthr * 16                                      # a slot: weights, scales,
+    SSLOT = nthr * 4 * swl                                 # then the image
+    SLOT = slot_bytes(b, key.format)
+    assert SLOT == WSLOT + SSLOT + img and SLOT % 128 == 0, SLOT
+    cp_wait = make_cp_wait(ring - 3)          # k-tile c's group done, c + 1's may pend
+    cp_wait0 = make_cp_wait(0)
     kw_tail = kdim % 64 != 0
     decode = make_decoder(key.dtype)
     mul2 = mul2_bf16 if bf16 else mul2_f16
@@ -125,17 +155,17 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     route_row = make_route_row(key, block, gather_tokens)
 
     @cuda.jit(device=True, inline=True)
-    def load_w(c, wb, sb, w, s):
-        """k-tile c's 4 weight words of this lane and its scale word(s) (NVFP4:
-        rows g and g + 8; MXFP4: both rows in one); c clamped to the last."""
+    def copy_w(c, slot, wb, sb, w, s, tid):
+        """cp.async k-tile c's 16 weight bytes and scale word(s) of this lane into
+        ring slot ``slot`` (shared address), c clamped to the last k-tile."""
         cc = uint32(min(c, uint32(kt_n - 1)))           # 32-bit: no 64-bit clamp
-        w0, w1, w2, w3 = ld_nc4(w, wb + int64(uint32(cc * uint32(KT_WORDS))))
+        cp_async16_g(slot + uint32(16) * tid,
+                     gaddr(w, wb + int64(uint32(cc * uint32(KT_WORDS)))))
         so = sb + int64(uint32(cc * uint32(sw)))
-        s0 = ld_nc1(s, so)
-        s1 = s0 >> uint32(16)
-        if nv:
-            s1 = ld_nc1(s, so + 1)
-        return w0, w1, w2, w3, s0, s1
+        if nv:                                          # rows g and g + 8
+            cp_async8_g(slot + uint32(WSLOT) + uint32(8) * tid, gaddr(s, so))
+        else:                                           # both rows in one word
+            cp_async4_g(slot + uint32(WSLOT) + uint32(4) * tid, gaddr(s, so))
 
     @cuda.jit(device=True, inline=True)
     def a_regs(ww, st, sa, sc, s2):
@@ -185,15 +215,134 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return x0, x1, x2, x3, x4, x5, x6, x7
 
     @cuda.jit(device=True, inline=True)
-    def store_x(row, x):
-        """k-step q of one route: row is its core row 0 address in k-step q's
-        image (core row 1 at + LBO)."""
-        x0, x1, x2, x3, x4, x5, x6, x7 = x
-        sts4(row, x0, x2, x4, x6)
-        sts4(row + uint32(LBO), x1, x3, x5, x7)
+    def stage_x(c, row, off, q, mult, a, avec):
+        """k-step q of k-tile c of one route row into its image rows at shared
+        address row (core row 1 at + LBO): two zero-filling 16-byte cp.async
+        (padding and past K read nothing), or, when the values must be scaled
+        (router weight on the input) or the base is not 16-byte aligned, loaded,
+        scaled and stored here (the next barrier's proxy fence covers the stores)."""
+        if on_input or not avec:
+            x0, x1, x2, x3, x4, x5, x6, x7 = load_x(c, off, q, mult, a, avec)
+            sts4(row, x0, x1, x2, x3)
+            sts4(row + uint32(LBO), x4, x5, x6, x7)
+        else:
+            k0 = uint32(c * uint32(64) + uint32(16) * q)
+            ok = off >= 0 and k0 < uint32(kdim)
+            src = off + int64(uint32(c * uint32(32) + uint32(8) * q)) if ok else int64(0)
+            cp_async16_z(row, gaddr(a, src), uint32(16) if ok else uint32(0))
+            ok1 = ok and (not kw_tail or uint32(k0 + uint32(8)) < uint32(kdim))
+            cp_async16_z(row + uint32(LBO), gaddr(a, src + 4 if ok1 else src),
+                         uint32(16) if ok1 else uint32(0))
 
     @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        lane = tid % 32
+        g = lane // 4
+        t = lane % 4
+        s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
+        tile = min(int64(n0 // tn) * 4 + warp, ntr - 1)
+        tix = (e * ntr + tile) * kt_n
+        wb = tix * KT_WORDS + lane * 4
+        sb = tix * sw + (2 * g if nv else g)
+        m = tid >> 2                    # threads 4m .. 4m + 3 stage route m,
+        hh = uint32(tid & 3)            # one k-step each
+        stager = tid < 4 * b
+        off = int64(-1)
+        mult = float32(1.0)
+        if stager:
+            off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
+        ring_base = (smem_u32(acc_tile) + uint32(127)) & uint32(0xFFFFFF80)
+        xoff = uint32(WSLOT + SSLOT + hh * step_b + (m >> 3) * SBO + (m & 7) * 16)
+        avec = (gaddr(a, 0) & 15) == 0
+        utid = uint32(tid)
+        # prologue: the copies of k-tiles 0 .. ring - 3, one group each
+        for c0 in range(ring - 2):
+            sl0 = ring_base + uint32(c0 * SLOT)
+            copy_w(uint32(c0), sl0, wb, sb, w, s, utid)
+            if stager:
+                stage_x(uint32(c0), sl0 + xoff, off, hh, mult, a, avec)
+            cp_commit()
+        for i in range(tid, 256, nthr):
+            s2[i] = pair16(lut[i] * float32(4.0) * tmul)
+        acc = fill(float32(0.0))
+        # descriptors: the start address is the low 14 bits (16-byte units) and
+        # shared addresses stay below 256 KB, so a slot's image descriptor is the
+        # first one's plus the slot's offset / 16, no carry out of the field
+        dring = wgmma_desc(ring_base + uint32(WSLOT + SSLOT), LBO, SBO)
+        cur = uint32(0)                 # ring slot of k-tile c
+        nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
+        c = uint32(0)
+        while c < uint32(kt_n):
+            cp_wait()                   # this thread's copies of k-tile c landed
+            fence_proxy_async()
+            cuda.syncthreads()
+            # k-tile c + ring - 2 into the slot k-tile c - 2 was read from: every
+            # warp waited for that k-tile's wgmma before this barrier
+            cs = uint32(c + uint32(ring - 2))
+            sl = ring_base + nxt * uint32(SLOT)
+            if cs < uint32(kt_n):
+                copy_w(cs, sl, wb, sb, w, s, utid)
+                if stager:
+                    stage_x(cs, sl + xoff, off, hh, mult, a, avec)
+            cp_commit()                 # (empty past the last k-tile: the count stays)
+            sc = ring_base + cur * uint32(SLOT)
+            wa0, wa1, wa2, wa3 = lds4(sc + uint32(16) * utid)
+            if nv:
+                sa0, sa1 = lds2(sc + uint32(WSLOT) + uint32(8) * utid)
+            else:
+                sa0 = lds1(sc + uint32(WSLOT) + uint32(4) * utid)
+                sa1 = sa0 >> uint32(16)
+            wait0()                     # k-tile c-1 done: its A registers are free
+            p00, p01, p02, p03 = a_regs(wa0, 0, sa0, sa1, s2)
+            p10, p11, p12, p13 = a_regs(wa1, 1, sa0, sa1, s2)
+            p20, p21, p22, p23 = a_regs(wa2, 2, sa0, sa1, s2)
+            p30, p31, p32, p33 = a_regs(wa3, 3, sa0, sa1, s2)
+            d = dring + int64(cur * uint32(SLOT // 16))
+            wgmma_fence()
+            acc = mma(acc, p00, p01, p02, p03, d, int32(1))
+            acc = mma(acc, p10, p11, p12, p13, d + step_b // 16, int32(1))
+            acc = mma(acc, p20, p21, p22, p23, d + 2 * step_b // 16, int32(1))
+            acc = mma(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
+            wgmma_commit()
+            cur = uint32(0) if cur == uint32(ring - 1) else uint32(cur + uint32(1))
+            nxt = uint32(0) if nxt == uint32(ring - 1) else uint32(nxt + uint32(1))
+            c = uint32(c + uint32(1))
+        wait0()
+        cp_wait0()                      # (only empty groups can be left)
+        cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
+        wl = warp % 4                   # the warp in its warpgroup, which takes the
+        lr = (8 * wl + g) if gated else (16 * wl + g)    # tile's rows 64 (warp // 4) ..
+        store_acc(acc_tile, int64(2 * t) * rows + (warp // 4) * TILE_ROWS + lr, rows, post,
+                  acc)
+        cuda.syncthreads()
+
+    @cuda.jit(device=True, inline=True)
+    def load_w(c, wb, sb, w, s):
+        """k-tile c's 4 weight words of this lane and its scale word(s) (NVFP4:
+        rows g and g + 8; MXFP4: both rows in one); c clamped to the last."""
+        cc = uint32(min(c, uint32(kt_n - 1)))           # 32-bit: no 64-bit clamp
+        w0, w1, w2, w3 = ld_nc4(w, wb + int64(uint32(cc * uint32(KT_WORDS))))
+        so = sb + int64(uint32(cc * uint32(sw)))
+        s0 = ld_nc1(s, so)
+        s1 = s0 >> uint32(16)
+        if nv:
+            s1 = ld_nc1(s, so + 1)
+        return w0, w1, w2, w3, s0, s1
+
+    @cuda.jit(device=True, inline=True)
+    def store_x(row, x):
+        """k-step q of one route: row is its core row 0 address in k-step q's
+        image (core row 1 at + LBO), natural K order."""
+        x0, x1, x2, x3, x4, x5, x6, x7 = x
+        sts4(row, x0, x1, x2, x3)
+        sts4(row + uint32(LBO), x4, x5, x6, x7)
+
+    @cuda.jit(device=True, inline=True)
+    def gemm_regs(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
+        """The register-staged loop (blocks past WGMMA_V2_CP_MAX_BLOCK, see the
+        module doc): ring images in the static tile, loads a k-tile ahead."""
         tid = cuda.threadIdx.x
         warp = tid // 32
         lane = tid % 32
@@ -222,9 +371,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         # prologue: k-tiles 0 .. ring-3 staged, k-tile ring-2's activations in
         # registers
         if stager:
-            for c0 in range(ring - 2):
+            for c0 in range(rring - 2):
                 store_x(xrow + uint32(c0 * img), load_x(uint32(c0), off, hh, mult, a, avec))
-        xn = load_x(uint32(ring - 2), off, hh, mult, a, avec)
+        xn = load_x(uint32(rring - 2), off, hh, mult, a, avec)
         cuda.syncthreads()                              # s2
         acc = fill(float32(0.0))
         # descriptors: the start address is the low 14 bits (16-byte units) and
@@ -232,7 +381,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         # ring's plus its offset / 16, no carry out of the field
         dring = wgmma_desc(ring_base, LBO, SBO)
         cur = uint32(0)                 # ring slot of k-tile c
-        nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
+        nxt = uint32(rring - 2)          # ring slot of k-tile c + rring - 2
         # Every global load is issued right after the top of an iteration and
         # first used at the top of the next: the proxy fence there (MEMBAR.ALL.CTA
         # in SASS) waits for all of this thread's loads in flight, so a load
@@ -242,9 +391,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         while c < uint32(kt_n):
             fence_proxy_async()
             cuda.syncthreads()
-            # the slot of k-tile c + ring - 2 was last read by k-tile c - 2's wgmma,
+            # the slot of k-tile c + rring - 2 was last read by k-tile c - 2's wgmma,
             # which every warp waited for before this barrier
-            cs = uint32(c + uint32(ring - 2))
+            cs = uint32(c + uint32(rring - 2))
             if cs < uint32(kt_n):
                 if stager:
                     store_x(xrow + nxt * uint32(img), xn)
@@ -264,8 +413,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             acc = mma(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
             wgmma_commit()
             wa0, wa1, wa2, wa3, sa0, sa1 = wn0, wn1, wn2, wn3, sn0, sn1
-            cur = uint32(0) if cur == uint32(ring - 1) else uint32(cur + uint32(1))
-            nxt = uint32(0) if nxt == uint32(ring - 1) else uint32(nxt + uint32(1))
+            cur = uint32(0) if cur == uint32(rring - 1) else uint32(cur + uint32(1))
+            nxt = uint32(0) if nxt == uint32(rring - 1) else uint32(nxt + uint32(1))
             c = uint32(c + uint32(1))
         wait0()
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
@@ -275,4 +424,4 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                   acc)
         cuda.syncthreads()
 
-    return gemm
+    return gemm if cp_ring else gemm_regs

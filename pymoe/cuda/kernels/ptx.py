@@ -22,6 +22,8 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
                                address g to shared address s; cp_commit() commits
                                the group, make_cp_wait(n)() waits until <= n of
                                the thread's groups pend
+    cp_async16_z(s, g, n)      16 bytes to s: the first n (0 or 16) from g, the rest
+                               zeros (cp.async src-size; g not read when n = 0)
     lds4/2/1(s)                4 / 2 / 1 uint32 at shared address s (volatile)
     sts2(s, w0, w1)            2 uint32 to shared address s (volatile; GPU only)
     sts4(s, w0, w1, w2, w3)    4 uint32 to shared address s (16-byte aligned; GPU only)
@@ -46,7 +48,7 @@ from numba.cuda.extending import intrinsic
 __all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
            "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
-           "cp_commit", "make_cp_wait", "lds4", "lds2", "lds1", "sts2", "sts4",
+           "cp_commit", "make_cp_wait", "cp_async16_z", "lds4", "lds2", "lds1", "sts2", "sts4",
            "pdl_wait", "pdl_trigger", "PDL_OPS"]
 
 _I32 = ir.IntType(32)
@@ -266,6 +268,26 @@ cp_async4_g = _make_cp_async_g(4)
 
 
 @intrinsic
+def _cp_async16_z(typingctx, saddr, g, nbytes):
+    """16 bytes to shared address saddr: the first nbytes (0 or 16) from global
+    address g, the rest zeros (cp.async's src-size; g is not read when 0)."""
+    if not all(isinstance(t, types.Integer) for t in (saddr, g, nbytes)):
+        return None
+    sig = types.void(saddr, g, nbytes)
+
+    def codegen(context, builder, signature, args):
+        st, gt, nt = signature.args
+        sa = _u32(context, builder, st, args[0])
+        ga = context.cast(builder, args[1], gt, types.int64)
+        nb = _u32(context, builder, nt, args[2])
+        _void_asm(builder, "cp.async.cg.shared.global [$0], [$1], 16, $2;",
+                  "r,l,r,~{memory}", [sa, ga, nb])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
 def _cp_commit(typingctx):
     sig = types.void()
 
@@ -422,6 +444,14 @@ if config.ENABLE_CUDASIM:
             _sim_copy(words)(saddr, arr, off // arr.dtype.itemsize)
         return cp
 
+    def _sim_copy_z(saddr, g, nbytes):
+        if int(nbytes):
+            _sim_copy_g(4)(saddr, g)
+        else:
+            m = _mem()
+            for q in range(4):
+                m[int(saddr) + 4 * q] = _np.uint32(0)
+
     def _sim_commit():
         pass
 
@@ -443,8 +473,10 @@ if config.ENABLE_CUDASIM:
     smem_u32, cp_commit, make_cp_wait = _sim_smem_u32, _sim_commit, _sim_make_wait
     pdl_wait = pdl_trigger = _sim_noop
     cp_async16_g, cp_async8_g, cp_async4_g = _sim_copy_g(4), _sim_copy_g(2), _sim_copy_g(1)
+    cp_async16_z = _sim_copy_z
     gaddr = _sim_gaddr
     lds4, lds2, lds1 = _sim_lds(4), _sim_lds(2), _sim_lds(1)
 else:
     smem_u32, cp_commit, make_cp_wait, gaddr = _smem_u32, _cp_commit, _make_cp_wait, _gaddr
+    cp_async16_z = _cp_async16_z
     pdl_wait, pdl_trigger = _make_void(PDL_OPS[0]), _make_void(PDL_OPS[1])

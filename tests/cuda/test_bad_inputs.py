@@ -309,7 +309,7 @@ def test_every_bad_input_is_refused_before_any_launch(ctx, launches):
 def test_misaligned_x_refused_in_the_packed_regime(gemm, launches, monkeypatch):
     """An x view that starts at an odd 16-bit element: the packed regime's
     tensor-core GEMMs read x as 32-bit words, so bind refuses it before any
-    launch; the same view runs in the decode regime (16-bit or 8-byte loads by
+    launch; the same view runs in the decode regime (16-bit or 4-byte loads by
     the pointer's alignment) and, copied, in the packed one; a view 4-byte but not
     16-byte aligned runs the GEMMs' 4-byte load path to the same bits."""
     cp = _cp()

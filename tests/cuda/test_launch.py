@@ -155,15 +155,16 @@ def test_every_reachable_kernel_compiles_to_ptx(preset, max_tokens, fmt, monkeyp
         if key.kernel in ("decode_fc1", "decode_fc2"):
             # codegen hygiene of the layout-v2 stream: weights through the cp.async
             # ring (16-byte copies that skip L1, all stages but one in flight,
-            # read back as 16-byte shared loads), 8-byte .nc activation loads,
-            # tensor cores, no local memory
+            # read back as 16-byte shared loads), 4-byte .nc activation pairs (the
+            # mma B fragment's two pairs of a route and k-step), tensor cores, no
+            # local memory
             ntr = geo.v2_row_tiles("w13" if key.kernel == "decode_fc1" else "w2",
                                    key.activation, key.hidden_size, key.intermediate_size)
             assert "cp.async.cg.shared.global" in ptx, key.kernel
             stages = geo.decode_ring_stages(ntr)
             assert f"cp.async.wait_group {stages - 1};" in ptx, key.kernel
             assert "ld.shared.v4.u32" in ptx, key.kernel
-            assert "ld.global.nc.v2.u32" in ptx, key.kernel
+            assert "ld.global.nc.u32" in ptx, key.kernel
             assert "mma.sync.aligned.m16n8k16" in ptx and "bar.sync" in ptx, key.kernel
         if key.kernel in ("fc1", "fc2"):          # tensor cores (PYMOE_GEMM=mma, the default)
             assert "mma.sync.aligned.m16n8k16" in ptx and "bar.sync" in ptx, key.kernel

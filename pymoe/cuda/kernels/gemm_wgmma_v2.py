@@ -235,6 +235,36 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                          uint32(16) if ok1 else uint32(0))
 
     @cuda.jit(device=True, inline=True)
+    def ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, slot16):
+        """One k-tile on the tensor cores, both loops: wait for the previous one
+        (its A registers are written next), decode words wa0..wa3 with their
+        scales, issue the 4 wgmma on ring slot cur's image (descriptor dring plus
+        cur slots of slot16 16-byte units), commit."""
+        wait0()
+        p00, p01, p02, p03 = a_regs(wa0, 0, sa0, sa1, s2)
+        p10, p11, p12, p13 = a_regs(wa1, 1, sa0, sa1, s2)
+        p20, p21, p22, p23 = a_regs(wa2, 2, sa0, sa1, s2)
+        p30, p31, p32, p33 = a_regs(wa3, 3, sa0, sa1, s2)
+        d = dring + int64(cur * uint32(slot16))
+        wgmma_fence()
+        acc = mma(acc, p00, p01, p02, p03, d, int32(1))
+        acc = mma(acc, p10, p11, p12, p13, d + step_b // 16, int32(1))
+        acc = mma(acc, p20, p21, p22, p23, d + 2 * step_b // 16, int32(1))
+        acc = mma(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
+        wgmma_commit()
+        return acc
+
+    @cuda.jit(device=True, inline=True)
+    def store_tile(acc_tile, acc, warp, g, t):
+        """The accumulators into the tile (after every warpgroup's last wgmma and
+        the barrier that frees the ring), then the barrier the epilogue reads after."""
+        wl = warp % 4                   # the warp in its warpgroup, which takes the
+        lr = (8 * wl + g) if gated else (16 * wl + g)    # tile's rows 64 (warp // 4) ..
+        store_acc(acc_tile, int64(2 * t) * rows + (warp // 4) * TILE_ROWS + lr, rows, post,
+                  acc)
+        cuda.syncthreads()
+
+    @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
         tid = cuda.threadIdx.x
         warp = tid // 32
@@ -294,29 +324,14 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             else:
                 sa0 = lds1(sc + uint32(WSLOT) + uint32(4) * utid)
                 sa1 = sa0 >> uint32(16)
-            wait0()                     # k-tile c-1 done: its A registers are free
-            p00, p01, p02, p03 = a_regs(wa0, 0, sa0, sa1, s2)
-            p10, p11, p12, p13 = a_regs(wa1, 1, sa0, sa1, s2)
-            p20, p21, p22, p23 = a_regs(wa2, 2, sa0, sa1, s2)
-            p30, p31, p32, p33 = a_regs(wa3, 3, sa0, sa1, s2)
-            d = dring + int64(cur * uint32(SLOT // 16))
-            wgmma_fence()
-            acc = mma(acc, p00, p01, p02, p03, d, int32(1))
-            acc = mma(acc, p10, p11, p12, p13, d + step_b // 16, int32(1))
-            acc = mma(acc, p20, p21, p22, p23, d + 2 * step_b // 16, int32(1))
-            acc = mma(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
-            wgmma_commit()
+            acc = ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, SLOT // 16)
             cur = uint32(0) if cur == uint32(ring - 1) else uint32(cur + uint32(1))
             nxt = uint32(0) if nxt == uint32(ring - 1) else uint32(nxt + uint32(1))
             c = uint32(c + uint32(1))
         wait0()
         cp_wait0()                      # (only empty groups can be left)
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
-        wl = warp % 4                   # the warp in its warpgroup, which takes the
-        lr = (8 * wl + g) if gated else (16 * wl + g)    # tile's rows 64 (warp // 4) ..
-        store_acc(acc_tile, int64(2 * t) * rows + (warp // 4) * TILE_ROWS + lr, rows, post,
-                  acc)
-        cuda.syncthreads()
+        store_tile(acc_tile, acc, warp, g, t)
 
     @cuda.jit(device=True, inline=True)
     def load_w(c, wb, sb, w, s):
@@ -400,28 +415,13 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 if uint32(cs + uint32(1)) < uint32(kt_n):
                     xn = load_x(uint32(cs + uint32(1)), off, hh, mult, a, avec)
             wn0, wn1, wn2, wn3, sn0, sn1 = load_w(uint32(c + uint32(1)), wb, sb, w, s)
-            wait0()                     # k-tile c-1 done: its A registers are free
-            p00, p01, p02, p03 = a_regs(wa0, 0, sa0, sa1, s2)
-            p10, p11, p12, p13 = a_regs(wa1, 1, sa0, sa1, s2)
-            p20, p21, p22, p23 = a_regs(wa2, 2, sa0, sa1, s2)
-            p30, p31, p32, p33 = a_regs(wa3, 3, sa0, sa1, s2)
-            d = dring + int64(cur * uint32(img // 16))
-            wgmma_fence()
-            acc = mma(acc, p00, p01, p02, p03, d, int32(1))
-            acc = mma(acc, p10, p11, p12, p13, d + step_b // 16, int32(1))
-            acc = mma(acc, p20, p21, p22, p23, d + 2 * step_b // 16, int32(1))
-            acc = mma(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
-            wgmma_commit()
+            acc = ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, img // 16)
             wa0, wa1, wa2, wa3, sa0, sa1 = wn0, wn1, wn2, wn3, sn0, sn1
             cur = uint32(0) if cur == uint32(rring - 1) else uint32(cur + uint32(1))
             nxt = uint32(0) if nxt == uint32(rring - 1) else uint32(nxt + uint32(1))
             c = uint32(c + uint32(1))
         wait0()
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
-        wl = warp % 4                   # the warp in its warpgroup, which takes the
-        lr = (8 * wl + g) if gated else (16 * wl + g)    # tile's rows 64 (warp // 4) ..
-        store_acc(acc_tile, int64(2 * t) * rows + (warp // 4) * TILE_ROWS + lr, rows, post,
-                  acc)
-        cuda.syncthreads()
+        store_tile(acc_tile, acc, warp, g, t)
 
     return gemm if cp_ring else gemm_regs

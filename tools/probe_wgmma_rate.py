@@ -64,6 +64,70 @@ KT = 512
 XWIN = 1 << 14          # activation words a CTA cycles through (64 KB: L2 hits)
 
 
+def make_tile_ops(n: int, halves: int):
+    """Device functions both kernels share: frags(w0..w3, fg, fu, hg, hu) -> the 16
+    A registers of a k-tile (the v2 decoder, one packed multiply a pair by the
+    scale pairs fg / fu of k-steps 0-1 and hg / hu of 2-3); issue(acc, acc1, acc2,
+    acc3, r, d) -> the accumulators after the 4 k-steps' wgmma on each half
+    (fence, commit); total(acc, acc1, acc2, acc3) -> their sum (the output)."""
+    step16 = 32 * n // 16                    # a k-step's image in 16-byte units
+    half16 = 4 * step16                      # a half's image
+    mma = make_wgmma_rs(n, "bfloat16")
+    decode = make_decoder("bfloat16")
+
+    @cuda.jit(device=True, inline=True)
+    def frags(w0, w1, w2, w3, fg, fu, hg, hu):
+        a0, a1, a2, a3 = decode(w0)
+        b0, b1, b2, b3 = decode(w1)
+        c0, c1, c2, c3 = decode(w2)
+        e0, e1, e2, e3 = decode(w3)
+        return (mul2_bf16(a0, fg), mul2_bf16(a1, fu), mul2_bf16(a2, fg), mul2_bf16(a3, fu),
+                mul2_bf16(b0, fg), mul2_bf16(b1, fu), mul2_bf16(b2, fg), mul2_bf16(b3, fu),
+                mul2_bf16(c0, hg), mul2_bf16(c1, hu), mul2_bf16(c2, hg), mul2_bf16(c3, hu),
+                mul2_bf16(e0, hg), mul2_bf16(e1, hu), mul2_bf16(e2, hg), mul2_bf16(e3, hu))
+
+    @cuda.jit(device=True, inline=True)
+    def kstep(acc, acc1, acc2, acc3, x0, x1, x2, x3, ds):
+        """One k-step's wgmma on every half, A registers x0..x3."""
+        acc = mma(acc, x0, x1, x2, x3, ds, 1)
+        if halves > 1:
+            acc1 = mma(acc1, x0, x1, x2, x3, ds + half16, 1)
+        if halves > 2:
+            acc2 = mma(acc2, x0, x1, x2, x3, ds + 2 * half16, 1)
+            acc3 = mma(acc3, x0, x1, x2, x3, ds + 3 * half16, 1)
+        return acc, acc1, acc2, acc3
+
+    @cuda.jit(device=True, inline=True)
+    def issue(acc, acc1, acc2, acc3, r, d):
+        wgmma_fence()
+        acc, acc1, acc2, acc3 = kstep(acc, acc1, acc2, acc3, r[0], r[1], r[2], r[3], d)
+        acc, acc1, acc2, acc3 = kstep(acc, acc1, acc2, acc3, r[4], r[5], r[6], r[7],
+                                      d + step16)
+        acc, acc1, acc2, acc3 = kstep(acc, acc1, acc2, acc3, r[8], r[9], r[10], r[11],
+                                      d + 2 * step16)
+        acc, acc1, acc2, acc3 = kstep(acc, acc1, acc2, acc3, r[12], r[13], r[14], r[15],
+                                      d + 3 * step16)
+        wgmma_commit()
+        return acc, acc1, acc2, acc3
+
+    @cuda.jit(device=True, inline=True)
+    def total(acc, acc1, acc2, acc3):
+        s = float32(0.0)
+        for v in acc:
+            s += v
+        if halves > 1:
+            for v in acc1:
+                s += v
+        if halves > 2:
+            for v in acc2:
+                s += v
+            for v in acc3:
+                s += v
+        return s
+
+    return frags, issue, total
+
+
 def build(n: int, mode: str, halves: int = 1, cap: int | None = None,
           wgs: int = WGS) -> KernelSpec:
     threads = 128 * wgs
@@ -73,12 +137,10 @@ def build(n: int, mode: str, halves: int = 1, cap: int | None = None,
     dec = mode in ("dec", "nosync", "full")
     assert halves in (1, 2, 4) and (halves == 1 or n == 64)
     img_words = 32 * n * halves + 32         # 4 k-steps x n rows x 32 bytes a half
-    step16 = 32 * n // 16                    # a k-step's image in 16-byte units
-    half16 = 4 * step16                      # a half's image
+    half16 = 8 * n                           # a half's image in 16-byte units
     fill = make_acc_fill(n)
-    mma = make_wgmma_rs(n, "bfloat16")
     wait0 = make_wgmma_wait(0)
-    decode = make_decoder("bfloat16")
+    frags, issue, total = make_tile_ops(n, halves)
     bias = uint32(M126)
 
     def kernel(w, per, kt, out):
@@ -134,74 +196,21 @@ def build(n: int, mode: str, halves: int = 1, cap: int | None = None,
                     y4, y5, y6, y7 = ld_nc4(w, xo + 12)
             wait0()
             if dec:
-                a0, a1, a2, a3 = decode(w0)
-                b0, b1, b2, b3 = decode(w1)
-                c0, c1, c2, c3 = decode(w2)
-                e0, e1, e2, e3 = decode(w3)
-                fg = bias
-                fu = bias
-                hg = bias
-                hu = bias
+                fg = fu = hg = hu = bias
                 if full:                  # the scale table, as the v2 GEMM reads it
                     fg = s2[sa & uint32(255)]
                     fu = s2[(sa >> uint32(16)) & uint32(255)]
                     hg = s2[(sa >> uint32(8)) & uint32(255)]
                     hu = s2[(sa >> uint32(24)) & uint32(255)]
-                a0, a1, a2, a3 = (mul2_bf16(a0, fg), mul2_bf16(a1, fu),
-                                  mul2_bf16(a2, fg), mul2_bf16(a3, fu))
-                b0, b1, b2, b3 = (mul2_bf16(b0, fg), mul2_bf16(b1, fu),
-                                  mul2_bf16(b2, fg), mul2_bf16(b3, fu))
-                c0, c1, c2, c3 = (mul2_bf16(c0, hg), mul2_bf16(c1, hu),
-                                  mul2_bf16(c2, hg), mul2_bf16(c3, hu))
-                e0, e1, e2, e3 = (mul2_bf16(e0, hg), mul2_bf16(e1, hu),
-                                  mul2_bf16(e2, hg), mul2_bf16(e3, hu))
+                r = frags(w0, w1, w2, w3, fg, fu, hg, hu)
             else:
-                a0, a1, a2, a3 = w0, w1, w2, w3
-                b0, b1, b2, b3 = w1, w2, w3, w0
-                c0, c1, c2, c3 = w2, w3, w0, w1
-                e0, e1, e2, e3 = w3, w0, w1, w2
-            wgmma_fence()
-            acc = mma(acc, a0, a1, a2, a3, d, 1)
-            if halves > 1:
-                acc1 = mma(acc1, a0, a1, a2, a3, d + half16, 1)
-            if halves > 2:
-                acc2 = mma(acc2, a0, a1, a2, a3, d + 2 * half16, 1)
-                acc3 = mma(acc3, a0, a1, a2, a3, d + 3 * half16, 1)
-            acc = mma(acc, b0, b1, b2, b3, d + step16, 1)
-            if halves > 1:
-                acc1 = mma(acc1, b0, b1, b2, b3, d + half16 + step16, 1)
-            if halves > 2:
-                acc2 = mma(acc2, b0, b1, b2, b3, d + 2 * half16 + step16, 1)
-                acc3 = mma(acc3, b0, b1, b2, b3, d + 3 * half16 + step16, 1)
-            acc = mma(acc, c0, c1, c2, c3, d + 2 * step16, 1)
-            if halves > 1:
-                acc1 = mma(acc1, c0, c1, c2, c3, d + half16 + 2 * step16, 1)
-            if halves > 2:
-                acc2 = mma(acc2, c0, c1, c2, c3, d + 2 * half16 + 2 * step16, 1)
-                acc3 = mma(acc3, c0, c1, c2, c3, d + 3 * half16 + 2 * step16, 1)
-            acc = mma(acc, e0, e1, e2, e3, d + 3 * step16, 1)
-            if halves > 1:
-                acc1 = mma(acc1, e0, e1, e2, e3, d + half16 + 3 * step16, 1)
-            if halves > 2:
-                acc2 = mma(acc2, e0, e1, e2, e3, d + 2 * half16 + 3 * step16, 1)
-                acc3 = mma(acc3, e0, e1, e2, e3, d + 3 * half16 + 3 * step16, 1)
-            wgmma_commit()
+                r = (w0, w1, w2, w3, w1, w2, w3, w0, w2, w3, w0, w1, w3, w0, w1, w2)
+            acc, acc1, acc2, acc3 = issue(acc, acc1, acc2, acc3, r, d)
             w0, w1, w2, w3 = n0, n1, n2, n3
             sa = sn
             c += 1
         wait0()
-        s = float32(0.0)
-        for v in acc:
-            s += v
-        if halves > 1:
-            for v in acc1:
-                s += v
-        if halves > 2:
-            for v in acc2:
-                s += v
-            for v in acc3:
-                s += v
-        out[cuda.blockIdx.x * threads + tid] = s
+        out[cuda.blockIdx.x * threads + tid] = total(acc, acc1, acc2, acc3)
 
     return KernelSpec(kernel, ("u4[]", "i8", "i8", "f4[]"), threads, arch_specific=True,
                       max_regs=cap)
@@ -230,17 +239,14 @@ def build_cpa(halves: int, cap: int | None = None, piece: int = 16) -> KernelSpe
     image), four times as many cp.async."""
     threads = 128 * WGS
     n = 64
-    step16 = 32 * n // 16
-    half16 = 4 * step16
     wslot = 4096                       # bytes: weights of a slot (16 a thread)
     sslot = 1024                       # scales (4 a thread)
     xslot = halves * 8192              # activation images
     slot_b = wslot + sslot + xslot
     fill = make_acc_fill(n)
-    mma = make_wgmma_rs(n, "bfloat16")
     wait0 = make_wgmma_wait(0)
     cp_wait1 = make_cp_wait(1)
-    decode = make_decoder("bfloat16")
+    frags, issue, total = make_tile_ops(n, halves)
 
     def kernel(w, per, kt, out):
         tid = cuda.threadIdx.x
@@ -296,62 +302,12 @@ def build_cpa(halves: int, cap: int | None = None, piece: int = 16) -> KernelSpe
             sa = lds1(cur + uint32(wslot + tid * 4))
             d = wgmma_desc(cur + uint32(wslot + sslot), 128, 256)
             wait0()
-            a0, a1, a2, a3 = decode(w0)
-            b0, b1, b2, b3 = decode(w1)
-            c0_, c1, c2_, c3 = decode(w2)
-            e0, e1, e2, e3 = decode(w3)
-            fg = s2[sa & uint32(255)]
-            fu = s2[(sa >> uint32(16)) & uint32(255)]
-            hg = s2[(sa >> uint32(8)) & uint32(255)]
-            hu = s2[(sa >> uint32(24)) & uint32(255)]
-            a0, a1, a2, a3 = (mul2_bf16(a0, fg), mul2_bf16(a1, fu),
-                              mul2_bf16(a2, fg), mul2_bf16(a3, fu))
-            b0, b1, b2, b3 = (mul2_bf16(b0, fg), mul2_bf16(b1, fu),
-                              mul2_bf16(b2, fg), mul2_bf16(b3, fu))
-            c0_, c1, c2_, c3 = (mul2_bf16(c0_, hg), mul2_bf16(c1, hu),
-                                mul2_bf16(c2_, hg), mul2_bf16(c3, hu))
-            e0, e1, e2, e3 = (mul2_bf16(e0, hg), mul2_bf16(e1, hu),
-                              mul2_bf16(e2, hg), mul2_bf16(e3, hu))
-            wgmma_fence()
-            acc = mma(acc, a0, a1, a2, a3, d, 1)
-            if halves > 1:
-                acc1 = mma(acc1, a0, a1, a2, a3, d + half16, 1)
-            if halves > 2:
-                acc2 = mma(acc2, a0, a1, a2, a3, d + 2 * half16, 1)
-                acc3 = mma(acc3, a0, a1, a2, a3, d + 3 * half16, 1)
-            acc = mma(acc, b0, b1, b2, b3, d + step16, 1)
-            if halves > 1:
-                acc1 = mma(acc1, b0, b1, b2, b3, d + half16 + step16, 1)
-            if halves > 2:
-                acc2 = mma(acc2, b0, b1, b2, b3, d + 2 * half16 + step16, 1)
-                acc3 = mma(acc3, b0, b1, b2, b3, d + 3 * half16 + step16, 1)
-            acc = mma(acc, c0_, c1, c2_, c3, d + 2 * step16, 1)
-            if halves > 1:
-                acc1 = mma(acc1, c0_, c1, c2_, c3, d + half16 + 2 * step16, 1)
-            if halves > 2:
-                acc2 = mma(acc2, c0_, c1, c2_, c3, d + 2 * half16 + 2 * step16, 1)
-                acc3 = mma(acc3, c0_, c1, c2_, c3, d + 3 * half16 + 2 * step16, 1)
-            acc = mma(acc, e0, e1, e2, e3, d + 3 * step16, 1)
-            if halves > 1:
-                acc1 = mma(acc1, e0, e1, e2, e3, d + half16 + 3 * step16, 1)
-            if halves > 2:
-                acc2 = mma(acc2, e0, e1, e2, e3, d + 2 * half16 + 3 * step16, 1)
-                acc3 = mma(acc3, e0, e1, e2, e3, d + 3 * half16 + 3 * step16, 1)
-            wgmma_commit()
+            r = frags(w0, w1, w2, w3, s2[sa & uint32(255)], s2[(sa >> uint32(16)) & uint32(255)],
+                      s2[(sa >> uint32(8)) & uint32(255)], s2[(sa >> uint32(24)) & uint32(255)])
+            acc, acc1, acc2, acc3 = issue(acc, acc1, acc2, acc3, r, d)
             c += 1
         wait0()
-        s = float32(0.0)
-        for v in acc:
-            s += v
-        if halves > 1:
-            for v in acc1:
-                s += v
-        if halves > 2:
-            for v in acc2:
-                s += v
-            for v in acc3:
-                s += v
-        out[cuda.blockIdx.x * threads + tid] = s
+        out[cuda.blockIdx.x * threads + tid] = total(acc, acc1, acc2, acc3)
 
     return KernelSpec(kernel, ("u4[]", "i8", "i8", "f4[]"), threads, arch_specific=True,
                       max_regs=cap)

@@ -4,7 +4,8 @@
 #   tools/ncu_kernels.sh [PRESET=gpt-oss-120b] [TOKENS="1 8"]
 # pymoe's kernels are all named "kernel" in ncu's list (Numba's entry names);
 # a forward's launches come in order (decode: fc1, fc2, combine).  The first
-# forward (warm-up) is skipped.  Logs: ${OUT:-.}/ncu_T<T>.txt
+# forward (warm-up) is skipped.  EXTRA: more bench flags (e.g. "--block-size 128").
+# Logs: ${OUT:-.}/ncu_T<T>${TAG:-}.txt
 set -u
 PRESET=${1:-gpt-oss-120b}; TOKENS=${2:-1 8}; SKIP=${SKIP:-3}; COUNT=${COUNT:-3}
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
@@ -21,10 +22,10 @@ for r in barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_th
   M=$M,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
 done
 for T in $TOKENS; do
-  f=${OUT:-.}/ncu_T$T.txt
+  f=${OUT:-.}/ncu_T$T${TAG:-}.txt
   timeout "${NT:-150}" "$NCU" --clock-control none -k regex:^kernel --launch-skip "$SKIP" \
     --launch-count "$COUNT" --metrics "$M" python3 -m pymoe bench --preset "$PRESET" \
-    --tokens "$T" --mode eager --repeats 2 --no-progress > "$f" 2>&1
+    --tokens "$T" --mode eager --repeats 2 --no-progress ${EXTRA:-} > "$f" 2>&1
   echo "== $PRESET T=$T rc=$?"
   grep -E "^  kernel|gpu__time|dram__|issue_active|warps_active|cycles_|registers|grid_size|inst_executed|stalled|occupancy|shared_mem|block_size|throughput|tensor" "$f" \
     | sed -E 's/\(Array.*//; s/  +/ /g; s/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'

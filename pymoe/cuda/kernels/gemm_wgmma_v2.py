@@ -216,22 +216,29 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
 
     @cuda.jit(device=True, inline=True)
     def stage_x(c, row, off, q, mult, a, avec):
-        """k-step q of k-tile c of one route row into its image rows at shared
-        address row (core row 1 at + LBO): two zero-filling 16-byte cp.async
-        (padding and past K read nothing), or, when the values must be scaled
-        (router weight on the input) or the base is not 16-byte aligned, loaded,
-        scaled and stored here (the next barrier's proxy fence covers the stores)."""
+        """Thread q's quarter of k-tile c of one route row into the image, whose
+        route row starts at shared address row (k-step s's core rows at + s step_b
+        and + s step_b + LBO).  By cp.async (zero-filling: padding and past K read
+        nothing) the row's 16-byte chunks q and q + 4, so the warp's first copy
+        takes bytes 0..63 of each of its routes' 128-byte runs and its second
+        bytes 64..127, every 32-byte sector whole in one instruction (cp.async.cg
+        skips L1: a sector split between two copies is read twice from L2).  When
+        the values must be scaled (router weight on the input) or the base is not
+        16-byte aligned: k-step q, loaded, scaled and stored here (the next
+        barrier's proxy fence covers the stores)."""
         if on_input or not avec:
             x0, x1, x2, x3, x4, x5, x6, x7 = load_x(c, off, q, mult, a, avec)
-            sts4(row, x0, x1, x2, x3)
-            sts4(row + uint32(LBO), x4, x5, x6, x7)
+            r = row + q * uint32(step_b)
+            sts4(r, x0, x1, x2, x3)
+            sts4(r + uint32(LBO), x4, x5, x6, x7)
         else:
-            k0 = uint32(c * uint32(64) + uint32(16) * q)
+            r = row + (q >> uint32(1)) * uint32(step_b) + (q & uint32(1)) * uint32(LBO)
+            k0 = uint32(c * uint32(64) + uint32(8) * q)        # chunk q's first k
             ok = off >= 0 and k0 < uint32(kdim)
-            src = off + int64(uint32(c * uint32(32) + uint32(8) * q)) if ok else int64(0)
-            cp_async16_z(row, gaddr(a, src), uint32(16) if ok else uint32(0))
-            ok1 = ok and (not kw_tail or uint32(k0 + uint32(8)) < uint32(kdim))
-            cp_async16_z(row + uint32(LBO), gaddr(a, src + 4 if ok1 else src),
+            src = off + int64(uint32(c * uint32(32) + uint32(4) * q)) if ok else int64(0)
+            cp_async16_z(r, gaddr(a, src), uint32(16) if ok else uint32(0))
+            ok1 = off >= 0 and uint32(k0 + uint32(32)) < uint32(kdim)     # chunk q + 4
+            cp_async16_z(r + uint32(2 * step_b), gaddr(a, src + 16 if ok1 else src),
                          uint32(16) if ok1 else uint32(0))
 
     @cuda.jit(device=True, inline=True)
@@ -284,7 +291,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         if stager:
             off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
         ring_base = (smem_u32(acc_tile) + uint32(127)) & uint32(0xFFFFFF80)
-        xoff = uint32(WSLOT + SSLOT + hh * step_b + (m >> 3) * SBO + (m & 7) * 16)
+        xoff = uint32(WSLOT + SSLOT + (m >> 3) * SBO + (m & 7) * 16)   # route m's row
         avec = (gaddr(a, 0) & 15) == 0
         utid = uint32(tid)
         # prologue: the copies of k-tiles 0 .. ring - 3, one group each

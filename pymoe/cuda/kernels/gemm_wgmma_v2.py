@@ -27,8 +27,10 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   of the block's routes in their natural K order (v2 holds each k-step in the
   fragment's own order): a route's 16 values of k-step s as 8 words x0..x7 are
   core rows (x0 .. x3) and (x4 .. x7), each a contiguous 16-byte run of its row.
-  Threads 4m .. 4m + 3 stage route m's k-steps 0 .. 3 (zeros past K and in
-  padding).
+  Threads 4m .. 4m + 3 stage route m's k-tile (zeros past K and in padding):
+  through registers thread q takes k-step q; by cp.async it takes the route's
+  128-byte run's 16-byte chunks q and q + 4, so each copy instruction reads
+  whole 32-byte sectors (stage_x).
 - A CTA runs geometry.gemm_warpgroups(B) warpgroups on the one ring: warpgroup
   g (warps 4g .. 4g + 3) multiplies the CTA's row tiles 4g .. 4g + 3, i.e. its
   own 64 weight rows, so the activations are staged, fenced and barriered once
@@ -284,7 +286,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         wb = tix * KT_WORDS + lane * 4
         sb = tix * sw + (2 * g if nv else g)
         m = tid >> 2                    # threads 4m .. 4m + 3 stage route m,
-        hh = uint32(tid & 3)            # one k-step each
+        hh = uint32(tid & 3)            # a quarter each (stage_x)
         stager = tid < 4 * b
         off = int64(-1)
         mult = float32(1.0)

@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pymoe.cuda.kernels.ptx import (_asm, _u32, cp_async16_g, cp_commit, gaddr,  # noqa: E402
                                     lds4, make_cp_wait, smem_u32)
+from pymoe.cuda.kernels.wgmma import fence_mbar_init, mbar_init, mbar_try_wait  # noqa: E402
 from pymoe.cuda.launch import KernelSpec  # noqa: E402
 
 RING = 16                                    # tiles of ring a warp (8 KB)
@@ -47,32 +48,6 @@ TILE = 512                                   # bytes: 32 lanes x 16
 WARPS = 4
 RING_WORDS = WARPS * RING * TILE // 4 + 4    # + 16 bytes to align up
 BAR_WORDS = WARPS * SLOTS * 2 + 2            # 8-byte mbarriers, + alignment
-_I32 = ir.IntType(32)
-
-
-@intrinsic
-def mbar_init(typingctx, mbar, count):
-    """mbarrier.init.shared::cta.b64 [mbar], count (one thread, before any use)."""
-    sig = types.void(mbar, count)
-
-    def codegen(context, builder, signature, args):
-        m = _u32(context, builder, signature.args[0], args[0])
-        c = _u32(context, builder, signature.args[1], args[1])
-        _asm(builder, ir.VoidType(), "mbarrier.init.shared::cta.b64 [$0], $1;",
-             "r,r,~{memory}", [m, c])
-        return context.get_dummy_value()
-    return sig, codegen
-
-
-@intrinsic
-def fence_mbar_init(typingctx):
-    """Make mbarrier.init visible to the async proxy (then a CTA barrier)."""
-    sig = types.void()
-
-    def codegen(context, builder, signature, args):
-        _asm(builder, ir.VoidType(), "fence.mbarrier_init.release.cluster;", "~{memory}", [])
-        return context.get_dummy_value()
-    return sig, codegen
 
 
 @intrinsic
@@ -105,20 +80,6 @@ def bulk_g2s(typingctx, dst, src, nbytes, mbar):
              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
              "[$0], [$1], $2, [$3];", "r,l,r,r,~{memory}", [d, g, n, m])
         return context.get_dummy_value()
-    return sig, codegen
-
-
-@intrinsic
-def mbar_try_wait(typingctx, mbar, parity):
-    """1 when the phase with this parity has completed (a bounded wait), else 0."""
-    sig = types.uint32(mbar, parity)
-
-    def codegen(context, builder, signature, args):
-        m = _u32(context, builder, signature.args[0], args[0])
-        p = _u32(context, builder, signature.args[1], args[1])
-        return _asm(builder, _I32,
-                    "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; "
-                    "selp.u32 $0, 1, 0, p; }", "=r,r,r,~{memory}", [m, p])
     return sig, codegen
 
 

@@ -27,6 +27,14 @@ never changes (its content does not matter for time).  Modes add, in order:
          shared memory (weights and scale read back with ld.shared; the
          activation images copied in 16-byte pieces, as a natural-K image would
          allow): the proxy fence then has no load of its own in flight
+  ws     warp-specialized: a third warpgroup (the producer) issues every
+         cp.async of cpa's ring and signals each slot full on an mbarrier
+         (cp.async.mbarrier.arrive.noinc); the two consumer warpgroups wait on
+         it (no CTA barrier), decode, issue the k-tile's wgmma, then wait for
+         the PREVIOUS k-tile's wgmma only (wait_group 1: the decode of k-tile
+         c + 1 overlaps k-tile c's wgmma) and release its slot on an "empty"
+         mbarrier the producer waits on before refilling it.  Optionally
+         setmaxnreg moves registers from the producer to the consumers.
 halves: one decoded A fragment feeds 1, 2 or 4 m64n64k16 wgmma on as many
 accumulator sets and B images (64, 128 or 256 routes a warpgroup for one decode).
 The weights are streamed from a 1 GiB buffer (each CTA its own run), so loads
@@ -52,9 +60,10 @@ from pymoe.cuda.kernels.common import M126, make_decoder  # noqa: E402
 from pymoe.cuda.kernels.ptx import (cp_async4_g, cp_async16_g, cp_commit, gaddr,  # noqa: E402
                                     ld_nc1, ld_nc4, lds1, lds4, make_cp_wait, mul2_bf16,
                                     smem_u32, sts4)
-from pymoe.cuda.kernels.wgmma import (fence_proxy_async, make_acc_fill,  # noqa: E402
-                                      make_wgmma_rs, make_wgmma_wait, wgmma_commit,
-                                      wgmma_desc, wgmma_fence)
+from pymoe.cuda.kernels.wgmma import (cp_mbar_arrive, fence_mbar_init,  # noqa: E402
+                                      fence_proxy_async, make_acc_fill, make_setmaxnreg,
+                                      make_wgmma_rs, make_wgmma_wait, mbar_arrive, mbar_init,
+                                      mbar_try_wait, wgmma_commit, wgmma_desc, wgmma_fence)
 from pymoe.cuda.launch import KernelSpec  # noqa: E402
 
 MODES = ("mma", "sync", "load", "dec", "nosync")
@@ -62,6 +71,9 @@ NS = (64, 128, 256)
 WGS = 2
 KT = 512
 XWIN = 1 << 14          # activation words a CTA cycles through (64 KB: L2 hits)
+PER = 1 << 18           # words a CTA streams (1 MiB), wrapped by a mask: until
+PMASK = PER - 1         # 2026-12-01 a runtime `% per` put a 64-bit division (a CALL)
+                        # in every global address of the loop (see run_gpu)
 
 
 def make_tile_ops(n: int, halves: int):
@@ -160,7 +172,7 @@ def build(n: int, mode: str, halves: int = 1, cap: int | None = None,
         acc1 = acc
         acc2 = acc
         acc3 = acc
-        wb = cuda.blockIdx.x * per + (tid * 4) % per
+        wb = cuda.blockIdx.x * per + ((tid * 4) & PMASK)
         xb = cuda.blockIdx.x * per + per // 2 + tid * 8 * halves
         w0 = w1 = w2 = w3 = uint32(tid * 0x3F803F80 + 0x3F803F80) & uint32(0x3FFF3FFF)
         sa = uint32(tid)
@@ -185,10 +197,10 @@ def build(n: int, mode: str, halves: int = 1, cap: int | None = None,
             n0, n1, n2, n3 = w0, w1, w2, w3
             sn = sa
             if load:
-                n0, n1, n2, n3 = ld_nc4(w, wb + ((c + 1) * threads * 4) % per)
+                n0, n1, n2, n3 = ld_nc4(w, wb + (((c + 1) * threads * 4) & PMASK))
             if full:
-                sn = ld_nc1(w, wb + ((c + 1) * threads * 4 + 1) % per)
-                xo = xb + ((c + 1) * threads * 8 * halves) % XWIN
+                sn = ld_nc1(w, wb + (((c + 1) * threads * 4 + 1) & PMASK))
+                xo = xb + (((c + 1) * threads * 8 * halves) & (XWIN - 1))
                 x0, x1, x2, x3 = ld_nc4(w, xo)
                 x4, x5, x6, x7 = ld_nc4(w, xo + 4)
                 if halves > 1:
@@ -255,7 +267,7 @@ def build_cpa(halves: int, cap: int | None = None, piece: int = 16) -> KernelSpe
         for i in range(tid, 256, threads):
             s2[i] = uint32(0x3F803F80) + uint32(i & 3)
         ring = (smem_u32(dyn) + uint32(127)) & uint32(0xFFFFFF80)
-        wb = cuda.blockIdx.x * per + (tid * 4) % per
+        wb = cuda.blockIdx.x * per + ((tid * 4) & PMASK)
         xb = cuda.blockIdx.x * per + per // 2
         acc = fill(float32(0.0))
         acc1 = acc
@@ -264,18 +276,19 @@ def build_cpa(halves: int, cap: int | None = None, piece: int = 16) -> KernelSpe
         # prologue: k-tiles 0 and 1 in flight
         for c0 in range(2):
             sb = ring + uint32(c0 * slot_b)
-            cp_async16_g(sb + uint32(tid * 16), gaddr(w, wb + (c0 * threads * 4) % per))
+            cp_async16_g(sb + uint32(tid * 16), gaddr(w, wb + ((c0 * threads * 4) & PMASK)))
             cp_async4_g(sb + uint32(wslot + tid * 4),
-                        gaddr(w, wb + (c0 * threads * 4 + 1) % per))
+                        gaddr(w, wb + ((c0 * threads * 4 + 1) & PMASK)))
             if piece == 16:
                 for q in range(2 * halves):          # 16-byte pieces of the images
                     cp_async16_g(sb + uint32(wslot + sslot + (q * threads + tid) * 16),
-                                 gaddr(w, xb + ((c0 * 2 * halves + q) * threads * 4
-                                                + tid * 4) % XWIN))
+                                 gaddr(w, xb + (((c0 * 2 * halves + q) * threads * 4
+                                                 + tid * 4) & (XWIN - 1))))
             else:
                 for q in range(8 * halves):          # 4-byte pieces
                     cp_async4_g(sb + uint32(wslot + sslot + (q * threads + tid) * 4),
-                                gaddr(w, xb + ((c0 * 8 * halves + q) * threads + tid) % XWIN))
+                                gaddr(w, xb + (((c0 * 8 * halves + q) * threads + tid)
+                                              & (XWIN - 1))))
             cp_commit()
         c = 0
         while c < kt:
@@ -284,18 +297,19 @@ def build_cpa(halves: int, cap: int | None = None, piece: int = 16) -> KernelSpe
             cuda.syncthreads()
             c2 = c + 2                           # into the slot k-tile c - 2 read
             sb = ring + uint32((c2 % RING) * slot_b)
-            cp_async16_g(sb + uint32(tid * 16), gaddr(w, wb + (c2 * threads * 4) % per))
+            cp_async16_g(sb + uint32(tid * 16), gaddr(w, wb + ((c2 * threads * 4) & PMASK)))
             cp_async4_g(sb + uint32(wslot + tid * 4),
-                        gaddr(w, wb + (c2 * threads * 4 + 1) % per))
+                        gaddr(w, wb + ((c2 * threads * 4 + 1) & PMASK)))
             if piece == 16:
                 for q in range(2 * halves):
                     cp_async16_g(sb + uint32(wslot + sslot + (q * threads + tid) * 16),
-                                 gaddr(w, xb + ((c2 * 2 * halves + q) * threads * 4
-                                                + tid * 4) % XWIN))
+                                 gaddr(w, xb + (((c2 * 2 * halves + q) * threads * 4
+                                                 + tid * 4) & (XWIN - 1))))
             else:
                 for q in range(8 * halves):
                     cp_async4_g(sb + uint32(wslot + sslot + (q * threads + tid) * 4),
-                                gaddr(w, xb + ((c2 * 8 * halves + q) * threads + tid) % XWIN))
+                                gaddr(w, xb + (((c2 * 8 * halves + q) * threads + tid)
+                                              & (XWIN - 1))))
             cp_commit()
             cur = ring + uint32((c % RING) * slot_b)
             w0, w1, w2, w3 = lds4(cur + uint32(tid * 16))
@@ -313,9 +327,119 @@ def build_cpa(halves: int, cap: int | None = None, piece: int = 16) -> KernelSpe
                       max_regs=cap)
 
 
+WS_RING = 4
+WS_OPTS = {"wsnf": dict(fence=False), "ws8": dict(ring_n=8), "ws8nf": dict(ring_n=8, fence=False),
+           "ws0": dict(lag=0)}
+
+
+def ws_bytes(halves: int, ring: int = WS_RING) -> int:
+    """ws's dynamic shared memory: cpa's ring + 2 x ring mbarriers."""
+    return ring * (4096 + 1024 + halves * 8192) + 128 + 16 * ring
+
+
+def build_ws(halves: int, cap: int | None = None, regs: tuple | None = None,
+             ring_n: int = WS_RING, fence: bool = True, lag: int = 1) -> KernelSpec:
+    """mode ws (n64, ``halves`` halves; see the module doc): warpgroup 0 produces,
+    warpgroups 1 and 2 consume; ``regs`` = (producer, consumer) for setmaxnreg;
+    ring_n slots; fence: the consumers' proxy fence after each full wait (wsnf
+    drops it: timing only); lag: wgmma groups left pending (0: no overlap)."""
+    WS_RING = ring_n
+    threads = 128 * (WGS + 1)
+    n = 64
+    wslot, sslot = 4096, 1024          # the consumers' 256 threads: 16 + 4 bytes each
+    xslot = halves * 8192
+    slot_b = wslot + sslot + xslot
+    ring_b = WS_RING * slot_b
+    fill = make_acc_fill(n)
+    wait0 = make_wgmma_wait(0)
+    wait1 = make_wgmma_wait(lag)
+    frags, issue, total = make_tile_ops(n, halves)
+    dec_p = make_setmaxnreg(False, regs[0]) if regs else None
+    inc_c = make_setmaxnreg(True, regs[1]) if regs else None
+    nq = 2 * halves * 2                # 16-byte image pieces a producer thread a k-tile
+    cp_wait0 = make_cp_wait(0)
+
+    def kernel(w, per, kt, out):
+        tid = cuda.threadIdx.x
+        dyn = cuda.shared.array(0, uint32)
+        s2 = cuda.shared.array(256, uint32)
+        for i in range(tid, 256, threads):
+            s2[i] = uint32(0x3F803F80) + uint32(i & 3)
+        ring = (smem_u32(dyn) + uint32(127)) & uint32(0xFFFFFF80)
+        full = ring + uint32(ring_b)                 # WS_RING mbarriers, then WS_RING
+        empty = full + uint32(8 * WS_RING)
+        if tid == 0:
+            for q in range(WS_RING):
+                mbar_init(full + uint32(8 * q), 128)     # the producer's 128 threads
+                mbar_init(empty + uint32(8 * q), 256)    # every consumer thread
+            fence_mbar_init()
+        cuda.syncthreads()
+        if tid < 128:                                # ---- producer
+            if regs:
+                dec_p()
+            c = 0
+            while c < kt:
+                q = c % WS_RING
+                if c >= WS_RING:
+                    par = uint32(((c // WS_RING) - 1) & 1)
+                    while mbar_try_wait(empty + uint32(8 * q), par) == uint32(0):
+                        pass
+                sb = ring + uint32(q * slot_b)
+                for h in range(2):                   # consumer threads tid, tid + 128
+                    j = tid + 128 * h
+                    wb = cuda.blockIdx.x * per + ((j * 4 + c * 256 * 4) & PMASK)
+                    cp_async16_g(sb + uint32(j * 16), gaddr(w, wb))
+                    cp_async4_g(sb + uint32(wslot + j * 4), gaddr(w, wb + 1))
+                xb = cuda.blockIdx.x * per + per // 2
+                for qq in range(nq):
+                    cp_async16_g(sb + uint32(wslot + sslot + (qq * 128 + tid) * 16),
+                                 gaddr(w, xb + (((c * nq + qq) * 128 * 4 + tid * 4) & (XWIN - 1))))
+                cp_mbar_arrive(full + uint32(8 * q))
+                c += 1
+            cp_commit()
+            cp_wait0()
+            out[cuda.blockIdx.x * threads + tid] = float32(0.0)
+        else:                                        # ---- consumers
+            if regs:
+                inc_c()
+            ct = tid - 128
+            acc = fill(float32(0.0))
+            acc1 = acc
+            acc2 = acc
+            acc3 = acc
+            c = 0
+            while c < kt:
+                q = c % WS_RING
+                while mbar_try_wait(full + uint32(8 * q), uint32((c // WS_RING) & 1)) == \
+                        uint32(0):
+                    pass
+                if fence:
+                    fence_proxy_async()
+                cur = ring + uint32(q * slot_b)
+                w0, w1, w2, w3 = lds4(cur + uint32(ct * 16))
+                sa = lds1(cur + uint32(wslot + ct * 4))
+                d = wgmma_desc(cur + uint32(wslot + sslot), 128, 256)
+                r = frags(w0, w1, w2, w3, s2[sa & uint32(255)],
+                          s2[(sa >> uint32(16)) & uint32(255)],
+                          s2[(sa >> uint32(8)) & uint32(255)], s2[(sa >> uint32(24)) & uint32(255)])
+                acc, acc1, acc2, acc3 = issue(acc, acc1, acc2, acc3, r, d)
+                wait1()                              # k-tile c - 1's wgmma done
+                if c >= lag:
+                    mbar_arrive(empty + uint32(8 * ((c - lag) % WS_RING)))
+                c += 1
+            wait0()
+            out[cuda.blockIdx.x * threads + tid] = total(acc, acc1, acc2, acc3)
+
+    return KernelSpec(kernel, ("u4[]", "i8", "i8", "f4[]"), threads, arch_specific=True,
+                      max_regs=cap)
+
+
 def spec_of(n, mode, halves, cap) -> KernelSpec:
     if mode.startswith("cpa"):
         return build_cpa(halves, cap, 4 if mode == "cpa4" else 16)
+    if mode.startswith("ws"):
+        regs = {"wsr": (40, 104), "wsr2": (40, 160)}.get(mode)
+        return build_ws(halves, cap, regs, **WS_OPTS.get(mode, {}))
     return build(n, mode, halves, cap)
 
 
@@ -326,19 +450,26 @@ def _ptx(args):
 
 def variants():
     """(n, mode, halves): the table's grid, then the v2 loop's shapes (full) at one,
-    two and four n64 halves a warpgroup beside n128 / n256."""
-    return ([(n, m, 1, None) for n in NS for m in MODES]
+    two and four n64 halves a warpgroup beside n128 / n256.  PROBE_MODES (a comma
+    list, e.g. "cpa,ws,wsr,wsr2") keeps only those modes."""
+    only = os.environ.get("PROBE_MODES")
+    vs = ([(n, m, 1, None) for n in NS for m in MODES]
             + [(64, "full", 1, None), (64, "full", 1, 80), (64, "full", 2, None),
                (64, "full", 4, None), (128, "full", 1, None), (256, "full", 1, None),
                (64, "dec", 2, None), (64, "dec", 4, None),
                (64, "cpa", 1, None), (64, "cpa", 1, 80), (64, "cpa", 2, None),
                (64, "cpa", 4, None), (64, "cpa4", 1, 80), (64, "cpa4", 2, None),
-               (64, "cpa4", 2, 128)])
+               (64, "cpa4", 2, 128),
+               (64, "ws", 1, None), (64, "ws", 2, None), (64, "ws", 1, 80),
+               (64, "wsr", 1, 88), (64, "wsr2", 2, 128),
+               (64, "wsnf", 1, None), (64, "ws8", 1, None), (64, "ws8nf", 1, None),
+               (64, "ws8", 2, None), (64, "ws0", 1, None)])
+    return [v for v in vs if not only or v[1] in only.split(",")]
 
 
 def compile_only() -> int:
     specs = {f"n{n}x{h}-{m}-c{c}": spec_of(n, m, h, c) for n, m, h, c in variants()
-             if m in ("dec", "full", "cpa", "cpa4")}
+             if m in ("dec", "full", "cpa", "cpa4") or m.startswith("ws")}
     for name, ptx, sass in probe_common.compiled(specs):
         print(f"  {name}: HGMMA {sass.count('HGMMA')}, MEMBAR {sass.count('MEMBAR')}")
     return 0
@@ -352,7 +483,7 @@ def run_gpu() -> int:
     with get_context("fork").Pool(min(16, len(vs))) as pool:     # Numba compiles in parallel
         ptxs = pool.map(_ptx, vs)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    per = 1 << 18                                  # words a CTA streams (1 MiB), wrapped
+    per = PER                                      # words a CTA streams (1 MiB), wrapped
     w = cp.arange(3 * sms * per, dtype=cp.uint32) * cp.uint32(2654435761)
     rows = []
     for (n, mode, halves, cap), ptx in zip(vs, ptxs):
@@ -362,7 +493,9 @@ def run_gpu() -> int:
         fn = mod.get_function(launch._entry(ptx))
         k = Kernel(None, spec, fn, "compiled")
         k.module = mod
-        dyn = cpa_bytes(halves) if mode.startswith("cpa") else 0
+        dyn = (cpa_bytes(halves) if mode.startswith("cpa")
+               else ws_bytes(halves, WS_OPTS.get(mode, {}).get("ring_n", WS_RING))
+               if mode.startswith("ws") else 0)
         if dyn:
             from cupy.cuda import driver as drv
             drv.funcSetAttribute(fn.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -387,6 +520,7 @@ def run_gpu() -> int:
             if best is None or tf > best[0]:
                 best = (tf, per_sm, ms, ok)
         rows.append((n, mode, halves, regs, best, cap))
+        print(f"  measured n{n} x{halves} {mode} cap {cap}: {best}", flush=True)
     print(f"wgmma RS m64nNk16 bf16, {WGS} warpgroups a CTA, {KT} k-tiles of 4 wgmma, "
           "best of 1-3 CTAs an SM (TFLOP/s):")
     print(f"{'N':>4} " + " ".join(f"{m:>14}" for m in MODES))
@@ -395,13 +529,13 @@ def run_gpu() -> int:
         return (f"{b[0]:5.0f}{'' if b[3] else '!'} x{b[1]} r{r[3]:<3}" if b
                 else f"{'-':>14}")
     for n in NS:
-        cells = [cell([x for x in rows if x[:3] == (n, mode, 1) and x[5] is None][0])
-                 for mode in MODES]
-        print(f"{n:>4} " + " ".join(f"{c:>14}" for c in cells))
+        got = [[x for x in rows if x[:3] == (n, mode, 1) and x[5] is None] for mode in MODES]
+        if all(got):
+            print(f"{n:>4} " + " ".join(f"{cell(g[0]):>14}" for g in got))
     print("the v2 loop's shapes (full: + scale table, two staged activation rows a "
           "thread a half), routes a warpgroup = N x halves:")
     for r in rows:
-        if r[1] in ("full", "cpa", "cpa4") or r[2] > 1:
+        if r[1] in ("full", "cpa", "cpa4") or r[1].startswith("ws") or r[2] > 1:
             print(f"  n{r[0]} x{r[2]} {r[1]:>5} cap {r[5] or '-':>4}: {cell(r)}")
     return 0
 

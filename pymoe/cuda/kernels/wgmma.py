@@ -36,11 +36,12 @@ from llvmlite import ir
 from numba import types
 from numba.cuda.extending import intrinsic
 
-from .ptx import _asm, _void_asm
+from .ptx import _asm, _u32, _void_asm
 
 __all__ = ["wgmma_fence", "wgmma_commit", "make_wgmma_wait", "fence_proxy_async",
            "make_acc_fill", "make_wgmma_rs", "wgmma_desc", "store_acc", "store_acc_t",
-           "make_store_acc_t", "WGMMA_N"]
+           "make_store_acc_t", "WGMMA_N", "mbar_init", "fence_mbar_init", "mbar_try_wait",
+           "mbar_arrive", "cp_mbar_arrive", "make_setmaxnreg"]
 
 WGMMA_N = tuple(range(8, 257, 8))        # the n of m64nNk16 (dense bf16 / f16)
 _F32 = ir.FloatType()
@@ -60,6 +61,69 @@ def _void(text):
 wgmma_fence = _void("wgmma.fence.sync.aligned;")
 wgmma_commit = _void("wgmma.commit_group.sync.aligned;")
 fence_proxy_async = _void("fence.proxy.async.shared::cta;")
+fence_mbar_init = _void("fence.mbarrier_init.release.cluster;")   # init -> async proxy
+
+
+def make_setmaxnreg(inc: bool, n: int):
+    """setmaxnreg.{inc,dec}.sync.aligned.u32 n (a whole warpgroup, n % 8 == 0)."""
+    if not (24 <= n <= 256 and n % 8 == 0):
+        raise ValueError(f"setmaxnreg: n={n}, expected a multiple of 8 in 24..256")
+    return _void(f"setmaxnreg.{'inc' if inc else 'dec'}.sync.aligned.u32 {n};")
+
+
+# ---- mbarriers in shared memory (8 bytes, 8-byte aligned; 32-bit shared addresses)
+@intrinsic
+def mbar_init(typingctx, mbar, count):
+    """mbarrier.init.shared::cta.b64 [mbar], count (one thread, before any use)."""
+    sig = types.void(mbar, count)
+
+    def codegen(context, builder, signature, args):
+        m = _u32(context, builder, signature.args[0], args[0])
+        c = _u32(context, builder, signature.args[1], args[1])
+        _void_asm(builder, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", [m, c])
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def mbar_try_wait(typingctx, mbar, parity):
+    """1 when mbar's phase of this parity has completed (one bounded wait), else 0."""
+    sig = types.uint32(mbar, parity)
+
+    def codegen(context, builder, signature, args):
+        m = _u32(context, builder, signature.args[0], args[0])
+        p = _u32(context, builder, signature.args[1], args[1])
+        return _asm(builder, ir.IntType(32),
+                    "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; "
+                    "selp.u32 $0, 1, 0, p; }", "=r,r,r,~{memory}", [m, p])
+    return sig, codegen
+
+
+@intrinsic
+def mbar_arrive(typingctx, mbar):
+    """mbarrier.arrive: this thread's arrival (count 1; release of its prior
+    shared-memory accesses)."""
+    sig = types.void(mbar)
+
+    def codegen(context, builder, signature, args):
+        m = _u32(context, builder, signature.args[0], args[0])
+        _void_asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", [m])
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def cp_mbar_arrive(typingctx, mbar):
+    """cp.async.mbarrier.arrive.noinc: an arrival on mbar once every cp.async this
+    thread issued before it has landed (noinc: counted in mbar's init count)."""
+    sig = types.void(mbar)
+
+    def codegen(context, builder, signature, args):
+        m = _u32(context, builder, signature.args[0], args[0])
+        _void_asm(builder, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
+                  "r,~{memory}", [m])
+        return context.get_dummy_value()
+    return sig, codegen
 
 
 def make_wgmma_wait(n: int):

@@ -150,6 +150,61 @@ def test_wgmma_kernel_ptx(dtype, n):
         assert "serializ" not in rep.lower(), rep                # ptxas kept them async
 
 
+def _mbar_kernel():
+    """A producer / consumer pair of warpgroups on one mbarrier slot, the shape
+    the warp-specialized GEMM uses: warpgroup 1 copies by cp.async and arrives
+    through cp.async.mbarrier.arrive.noinc, warpgroup 0 waits on the phase and
+    arrives back; setmaxnreg moves registers between them."""
+    from numba import cuda, int64, uint32
+    from pymoe.cuda.kernels.ptx import cp_async16_g, gaddr, lds1, smem_u32
+    from pymoe.cuda.kernels.wgmma import (cp_mbar_arrive, fence_mbar_init, make_setmaxnreg,
+                                          mbar_arrive, mbar_init, mbar_try_wait)
+    from pymoe.cuda.launch import KernelSpec
+    dec, inc = make_setmaxnreg(False, 40), make_setmaxnreg(True, 232)
+
+    def k(src, out):
+        t = cuda.threadIdx.x
+        bar = cuda.shared.array(2, int64)               # full, empty
+        buf = cuda.shared.array(512, uint32)
+        full = smem_u32(bar)
+        if t == 0:
+            mbar_init(full, 128)
+            mbar_init(full + uint32(8), 128)
+            fence_mbar_init()
+        cuda.syncthreads()
+        if t >= 128:
+            dec()
+            p = t - 128
+            cp_async16_g(smem_u32(buf) + uint32(16 * p), gaddr(src, 4 * p))
+            cp_mbar_arrive(full)
+        else:
+            inc()
+            while mbar_try_wait(full, uint32(0)) == uint32(0):
+                pass
+            out[t] = lds1(smem_u32(buf) + uint32(4 * t))
+            mbar_arrive(full + uint32(8))
+
+    return KernelSpec(k, ("u4[]", "u4[]"), 256, arch_specific=True, max_regs=128)
+
+
+def test_mbarrier_and_setmaxnreg_intrinsics_ptx():
+    """kernels/wgmma.py's mbarrier and setmaxnreg intrinsics emit their PTX for
+    sm_90a, and the local ptxas (when there is one) assembles the pair."""
+    from pymoe.cuda import launch
+    ptx = launch._compile(_mbar_kernel(), (9, 0))
+    for text in ("mbarrier.init.shared::cta.b64", "fence.mbarrier_init.release.cluster",
+                 "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
+                 "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.shared::cta.b64",
+                 "setmaxnreg.dec.sync.aligned.u32 40", "setmaxnreg.inc.sync.aligned.u32 232"):
+        assert text in ptx, text
+    rep = assemble(ptx, arch="sm_90a")
+    if rep is not None:
+        assert "0 bytes stack frame" in rep, rep
+    from pymoe.cuda.kernels.wgmma import make_setmaxnreg
+    with pytest.raises(ValueError, match="setmaxnreg: n=36"):
+        make_setmaxnreg(True, 36)
+
+
 def test_sm90a_kernels_refuse_other_devices():
     from pymoe.cuda import launch
     with pytest.raises(ValueError, match="compute capability 9.0 only"):

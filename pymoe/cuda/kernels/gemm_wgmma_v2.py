@@ -274,6 +274,18 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         cuda.syncthreads()
 
     @cuda.jit(device=True, inline=True)
+    def lane_bases(e, n0, j):
+        """(wb, sb): thread j's first weight word and scale word(s) of its v2 row
+        tile (warp j // 32 takes row tile 4 (n0 / tn) + warp of expert e, clamped
+        to the last; NVFP4: rows g and g + 8, MXFP4: both rows in one word)."""
+        warp = j // 32
+        lane = j % 32
+        g = lane // 4
+        tile = min(int64(n0 // tn) * 4 + warp, ntr - 1)
+        tix = (e * ntr + tile) * kt_n
+        return tix * KT_WORDS + lane * 4, tix * sw + (2 * g if nv else g)
+
+    @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
         tid = cuda.threadIdx.x
         warp = tid // 32
@@ -281,10 +293,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         g = lane // 4
         t = lane % 4
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
-        tile = min(int64(n0 // tn) * 4 + warp, ntr - 1)
-        tix = (e * ntr + tile) * kt_n
-        wb = tix * KT_WORDS + lane * 4
-        sb = tix * sw + (2 * g if nv else g)
+        wb, sb = lane_bases(e, n0, tid)
         m = tid >> 2                    # threads 4m .. 4m + 3 stage route m,
         hh = uint32(tid & 3)            # a quarter each (stage_x)
         stager = tid < 4 * b
@@ -375,10 +384,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
         # k-tile 0's weights first: in flight through the whole prologue (tables,
         # route rows, the first activations)
-        tile = min(int64(n0 // tn) * 4 + warp, ntr - 1)
-        tix = (e * ntr + tile) * kt_n
-        wb = tix * KT_WORDS + lane * 4
-        sb = tix * sw + (2 * g if nv else g)
+        wb, sb = lane_bases(e, n0, tid)
         wa0, wa1, wa2, wa3, sa0, sa1 = load_w(uint32(0), wb, sb, w, s)
         for i in range(tid, 256, nthr):
             s2[i] = pair16(lut[i] * float32(4.0) * tmul)

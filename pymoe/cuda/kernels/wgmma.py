@@ -99,31 +99,26 @@ def mbar_try_wait(typingctx, mbar, parity):
     return sig, codegen
 
 
-@intrinsic
-def mbar_arrive(typingctx, mbar):
-    """mbarrier.arrive: this thread's arrival (count 1; release of its prior
-    shared-memory accesses)."""
-    sig = types.void(mbar)
+def _mbar_op(text: str):
+    """An intrinsic f(mbar) -> None emitting ``text`` with $0 the mbarrier's
+    shared address."""
+    @intrinsic
+    def f(typingctx, mbar):
+        sig = types.void(mbar)
 
-    def codegen(context, builder, signature, args):
-        m = _u32(context, builder, signature.args[0], args[0])
-        _void_asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", [m])
-        return context.get_dummy_value()
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            m = _u32(context, builder, signature.args[0], args[0])
+            _void_asm(builder, text, "r,~{memory}", [m])
+            return context.get_dummy_value()
+        return sig, codegen
+    return f
 
 
-@intrinsic
-def cp_mbar_arrive(typingctx, mbar):
-    """cp.async.mbarrier.arrive.noinc: an arrival on mbar once every cp.async this
-    thread issued before it has landed (noinc: counted in mbar's init count)."""
-    sig = types.void(mbar)
-
-    def codegen(context, builder, signature, args):
-        m = _u32(context, builder, signature.args[0], args[0])
-        _void_asm(builder, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
-                  "r,~{memory}", [m])
-        return context.get_dummy_value()
-    return sig, codegen
+# mbar_arrive(mbar): this thread's arrival (count 1; release of its prior
+# shared-memory accesses).  cp_mbar_arrive(mbar): an arrival once every cp.async
+# this thread issued before it has landed (noinc: counted in mbar's init count).
+mbar_arrive = _mbar_op("mbarrier.arrive.shared::cta.b64 _, [$0];")
+cp_mbar_arrive = _mbar_op("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];")
 
 
 def make_wgmma_wait(n: int):

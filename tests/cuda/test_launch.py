@@ -166,6 +166,12 @@ def test_every_reachable_kernel_compiles_to_ptx(preset, max_tokens, fmt, monkeyp
             assert "ld.shared.v4.u32" in ptx, key.kernel
             assert "ld.global.nc.u32" in ptx, key.kernel
             assert "mma.sync.aligned.m16n8k16" in ptx and "bar.sync" in ptx, key.kernel
+            # the rank-th active expert by a warp shuffle prefix, and the ring's
+            # first weights copied before the scan for that expert's routes (the
+            # atomic adds that place them)
+            assert "shfl.sync.up.b32" in ptx, key.kernel
+            assert ptx.index("cp.async.cg.shared.global") < ptx.index("atom.shared.add"), \
+                key.kernel
         if key.kernel in ("fc1", "fc2"):          # tensor cores (PYMOE_GEMM=mma, the default)
             assert "mma.sync.aligned.m16n8k16" in ptx and "bar.sync" in ptx, key.kernel
 

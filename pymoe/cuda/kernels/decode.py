@@ -32,6 +32,10 @@ cp.async (one group per stage, DECODE_RING / G - 1 stages ahead, across groups
 and passes), waits for the oldest and reads the slot back (it reads only what it
 copied, so no barrier); activations (two 4-byte pairs a route and k-step) are .nc
 loads, cached.
+A CTA finds its expert from the active-expert bitmap (a warp shuffle prefix of
+the words' popcounts), copies the ring items that stay inside its first pass
+(they need only the expert), and only then scans for that expert's routes, so
+the scan runs under the weights' first DRAM round trip.
 The FP4 -> 16-bit decode is shifts and masks (pymoe/ref/layout.py) and one
 packed multiply per pair:
   MXFP4: x 2^126 (bf16) / 2^14 (fp16), exact; each 32-group's two k-steps
@@ -301,6 +305,18 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         cp_commit()
         return pw, ps, rem, left, rows
 
+    @device_fn
+    def early_items(nk):
+        """Prologue items copied before the route scan: they stay inside the first
+        pass (a pass boundary needs npass, known only after the scan)."""
+        return min(depth - 1, nk - 1) if nk > 0 else 0
+
+    @device_fn
+    def produce_early(st, nk, wr, sr, jp, jr):
+        for q in range(early_items(nk)):
+            st = produce(st, q, wr, sr, uint32(nk), uint32(1), jp, jr)
+        return st
+
     def make_segment(step, step_t):
         """segment(...) -> (acc, nit, st): this warp's k-tiles of one pass through
         the ring: nk unguarded steps, then the guarded last k-tile when ``last``;
@@ -475,10 +491,19 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
             # the rank-th active expert: this word's place among the popcounts,
             # then a binary search for the bit inside the word
             word = bm[tid]
-            pre = 0
-            for i in range(tid):
-                pre += cuda.popc(bm[i])
-            if pre <= rank < pre + cuda.popc(word):
+            cnt = cuda.popc(word)
+            if SIM:
+                pre = 0
+                for i in range(tid):
+                    pre += cuda.popc(bm[i])
+            else:                             # exclusive prefix over the warp, by shuffles
+                inc = int32(cnt)
+                for d in (1, 2, 4, 8, 16):
+                    v = cuda.shfl_up_sync(0xFFFFFFFF, inc, d)
+                    if tid >= d:
+                        inc = int32(inc + v)
+                pre = inc - int32(cnt)
+            if pre <= rank < pre + cnt:
                 k = rank - pre                    # the k-th set bit of word
                 b = 0
                 for step in range(4, -1, -1):
@@ -492,21 +517,15 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
             if not fc1:
                 pdl_wait()           # (a grid ends only after its wait)
             return
-        for r in range(tid, n_routes, THREADS):
-            if local_expert(ids, stride, r, emap, has_map, num_ids) == e:
-                pos = cuda.atomic.add(info, 1, 1)
-                rl[pos] = int16(r)
-                rt[pos] = int16(r // top_k if fc1 else r)
-        cuda.syncthreads()
-        ne = info[1]
         # this warp's stream: row groups bx, bx + gx, ... (nrt; group u = row tiles
         # rg u .. rg u + rg - 1), passes of SLOTS routes (npass), k-tiles warp,
         # warp + 4, ... (nk, the last one guarded when K % 64 != 0); produce() runs
-        # depth - 1 items ahead
+        # depth - 1 items ahead.  Its first items need only e: they are copied
+        # before the scan for e's routes (whose latency they then hide), as many
+        # as cross no pass boundary (the only place produce() reads npass).
         bx = cuda.blockIdx.x
         gx = cuda.gridDim.x
         nrt = (ntr // rg - bx + gx - 1) // gx
-        npass = (ne + SLOTS - 1) // SLOTS
         nk = (kt_n - warp + DECODE_WARPS - 1) // DECODE_WARPS if warp < kt_n else 0
         last = tail and nk > 0 and warp == (kt_n - 1) % DECODE_WARPS
         nk_main = nk - 1 if last else nk
@@ -515,15 +534,25 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         g = lane // 4
         t = lane % 4
         te = int64(e) * (ntr * kt_n) + tw0                 # the first tile, in w
-        st = (gaddr(w, te * (32 * V2_LANE_WORDS) + lane * V2_LANE_WORDS),
-              gaddr(s, te * swords + g * sw), uint32(nk), uint32(npass),
-              uint32(nrt if nk > 0 else 0))
         jp = (int64(4 * nk * wstep), int64(4 * nk * sstep))
         jr = (int64(4 * hop * (32 * V2_LANE_WORDS)), int64(4 * hop * swords))
         lr = uint32((warp * depth * rg * 32 + lane) * 4)          # bytes / 4
         wr = ((smem_u32(rw) + uint32(15)) & uint32(0xFFFFFFF0)) + lr * uint32(4)
         sr = ((smem_u32(rs) + uint32(7)) & uint32(0xFFFFFFF8)) + lr * uint32(sw)
-        for q in range(depth - 1):
+        pw, ps, rem, _, rows = produce_early(
+            (gaddr(w, te * (32 * V2_LANE_WORDS) + lane * V2_LANE_WORDS),
+             gaddr(s, te * swords + g * sw), uint32(nk), uint32(1),
+             uint32(nrt if nk > 0 else 0)), nk, wr, sr, jp, jr)
+        for r in range(tid, n_routes, THREADS):
+            if local_expert(ids, stride, r, emap, has_map, num_ids) == e:
+                pos = cuda.atomic.add(info, 1, 1)
+                rl[pos] = int16(r)
+                rt[pos] = int16(r // top_k if fc1 else r)
+        cuda.syncthreads()
+        ne = info[1]
+        npass = (ne + SLOTS - 1) // SLOTS
+        st = (pw, ps, rem, uint32(npass), rows)
+        for q in range(early_items(nk), depth - 1):
             st = produce(st, q, wr, sr, uint32(nk), uint32(npass), jp, jr)
         if not fc1:
             pdl_wait()               # decode_fc1's intermediate is complete from here

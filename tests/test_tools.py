@@ -2,7 +2,8 @@
 tools/test_revs.sh (pytest on several trees / GEMMs at once) and
 tools/bench_revs.sh (bench per tree, GEMM and pinned block, one table) and
 tools/ncu_source_top.py (the summary of tools/ncu_source.sh's ncu source page) and
-tools/ptx_pack.py's pack half (the install half needs the device)."""
+tools/ptx_pack.py's pack half (the install half needs the device); the ncu
+scripts' command lines through a fake ncu."""
 import os
 import subprocess
 import sys
@@ -116,3 +117,44 @@ def test_ptx_pack_peer_layer_keys():
     pgemm = [k for k in peer if k.kernel in ("fc1", "decode_fc1")]
     assert {k.activation for k in pgemm} == {"silu"} and not any(k.has_bias for k in pgemm)
     assert [(k.kernel, k.block) for k in own] == [(k.kernel, k.block) for k in peer]
+
+
+def test_ncu_scripts_profile_another_command(tmp_path):
+    """tools/ncu_kernels.sh and tools/ncu_source.sh with CMD / KREGEX hand ncu the
+    given command line and kernel filter instead of pymoe bench and ^kernel (a
+    fake ncu on PATH records its arguments; the real one needs the device)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ncu").write_text(
+        "#!/usr/bin/env bash\n"
+        'echo "$@" >> "$OUT/ncu_args.txt"\n'
+        'echo "  _p_matmul_ogs_x (132, 1, 1)x(256, 1, 1), Context 1, Stream 7"\n'
+        'echo "    gpu__time_duration.sum   usecond   412.5"\n')
+    (fake / "ncu").chmod(0o755)
+    env = dict(_env(tmp_path), PATH=f"{fake}{os.pathsep}{os.environ['PATH']}",
+               CMD="python3 .peers/bench_peers.py --peers tk\n  --tokens 4096",
+               KREGEX="regex:matmul_ogs")
+    r = subprocess.run(["bash", "tools/ncu_kernels.sh", "qwen3-30b-a3b", "1 8"], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert "== qwen3-30b-a3b T=cmd rc=0" in r.stdout, r.stdout + r.stderr
+    assert "_p_matmul_ogs_x" in r.stdout and "gpu__time_duration.sum" in r.stdout, r.stdout
+    r = subprocess.run(["bash", "tools/ncu_source.sh", "qwen3-30b-a3b", "4096", "2"], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=60)
+    args = (tmp_path / "ncu_args.txt").read_text().splitlines()
+    assert len(args) == 3, args                  # kernels once (not per T), source, import
+    for a in args[:2]:
+        assert "-k regex:matmul_ogs" in a and a.endswith(
+            "python3 .peers/bench_peers.py --peers tk --tokens 4096"), a
+        assert "pymoe bench" not in a
+    assert "--launch-skip 2" in args[1] and "--import" in args[2], args
+    # without CMD: pymoe bench per T, pymoe's kernels, EXTRA's flags last
+    env = {k: v for k, v in env.items() if k not in ("CMD", "KREGEX")}
+    env["EXTRA"] = "--block-size 128"
+    (tmp_path / "ncu_args.txt").unlink()
+    subprocess.run(["bash", "tools/ncu_kernels.sh", "gpt-oss-120b", "1 8"], cwd=ROOT, env=env,
+                   capture_output=True, text=True, timeout=60)
+    args = (tmp_path / "ncu_args.txt").read_text().splitlines()
+    assert [a.split(" python3 ")[1] for a in args] == [
+        f"-m pymoe bench --preset gpt-oss-120b --tokens {t} --mode eager --repeats 2 "
+        "--no-progress --block-size 128" for t in (1, 8)], args
+    assert all("-k regex:^kernel" in a for a in args), args

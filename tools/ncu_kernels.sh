@@ -6,6 +6,10 @@
 # a forward's launches come in order (decode: fc1, fc2, combine).  The first
 # forward (warm-up) is skipped.  EXTRA: more bench flags (e.g. "--block-size 128").
 # Logs: ${OUT:-.}/ncu_T<T>${TAG:-}.txt
+# Another program's kernels (a peer's): CMD (the command line ncu runs instead of
+# pymoe bench, once, logged as T = "cmd") and KREGEX (ncu's -k filter, default
+# regex:^kernel), e.g.  CMD="python3 .peers/bench_peers.py --peers tk --preset
+# qwen3-30b-a3b --tokens 4096 --mode eager --isolate off" KREGEX=regex:matmul_ogs
 set -u
 PRESET=${1:-gpt-oss-120b}; TOKENS=${2:-1 8}; SKIP=${SKIP:-3}; COUNT=${COUNT:-3}
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
@@ -21,12 +25,13 @@ for r in barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_th
          membar sleeping tex_throttle imc_miss drain misc; do
   M=$M,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
 done
+[ -n "${CMD:-}" ] && TOKENS=cmd
 for T in $TOKENS; do
   f=${OUT:-.}/ncu_T$T${TAG:-}.txt
-  timeout "${NT:-150}" "$NCU" --clock-control none -k regex:^kernel --launch-skip "$SKIP" \
-    --launch-count "$COUNT" --metrics "$M" python3 -m pymoe bench --preset "$PRESET" \
-    --tokens "$T" --mode eager --repeats 2 --no-progress ${EXTRA:-} > "$f" 2>&1
+  read -r -d "" -a cmd <<< "${CMD:-python3 -m pymoe bench --preset $PRESET --tokens $T --mode eager --repeats 2 --no-progress ${EXTRA:-}}" || true
+  timeout "${NT:-150}" "$NCU" --clock-control none -k "${KREGEX:-regex:^kernel}" \
+    --launch-skip "$SKIP" --launch-count "$COUNT" --metrics "$M" "${cmd[@]}" > "$f" 2>&1
   echo "== $PRESET T=$T rc=$?"
-  grep -E "^  kernel|gpu__time|dram__|issue_active|warps_active|cycles_|registers|grid_size|inst_executed|stalled|occupancy|shared_mem|block_size|throughput|tensor" "$f" \
+  grep -E ", Context [0-9]|gpu__time|dram__|issue_active|warps_active|cycles_|registers|grid_size|inst_executed|stalled|occupancy|shared_mem|block_size|throughput|tensor" "$f" \
     | sed -E 's/\(Array.*//; s/  +/ /g; s/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
 done

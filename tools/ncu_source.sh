@@ -9,14 +9,19 @@
 # fc1 and SKIP=5 a route-pack kernel: take 7 for fc2.  The report's first line
 # names the kernel profiled (kernels::fc1::..., kernels::fc2::...): check it.
 # Logs: ${OUT:-.}/src_T<T>.csv (ncu's source page) and src_T<T>.txt (the summary).
+# Another program's kernel (a peer's): CMD (the command line ncu runs instead of
+# pymoe bench) and KREGEX (ncu's -k filter, default regex:^kernel), e.g.
+#   CMD="python3 .peers/bench_peers.py --peers tk --preset qwen3-30b-a3b
+#        --tokens 4096 --mode eager --isolate off" KREGEX=regex:matmul_ogs
+#   tools/ncu_source.sh qwen3-30b-a3b 4096 2
 set -u
 PRESET=${1:-qwen3-30b-a3b}; T=${2:-4096}; SKIP=${3:-${SKIP:-6}}
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 rep=${OUT:-.}/src_T$T
-timeout "${NT:-200}" "$NCU" --clock-control none -k regex:^kernel --launch-skip "$SKIP" \
-  --launch-count 1 --section SourceCounters --section WarpStateStats -f -o "$rep" \
-  python3 -m pymoe bench --preset "$PRESET" --tokens "$T" --mode eager --repeats 2 \
-  --no-progress > "$rep.log" 2>&1
+read -r -d "" -a cmd <<< "${CMD:-python3 -m pymoe bench --preset $PRESET --tokens $T --mode eager --repeats 2 --no-progress}" || true
+timeout "${NT:-200}" "$NCU" --clock-control none -k "${KREGEX:-regex:^kernel}" \
+  --launch-skip "$SKIP" --launch-count 1 --section SourceCounters --section WarpStateStats \
+  -f -o "$rep" "${cmd[@]}" > "$rep.log" 2>&1
 echo "== ncu rc=$? ($rep.log)"
 "$NCU" --import "$rep.ncu-rep" --page source --print-source sass --csv > "$rep.csv" 2> "$rep.err"
 echo "== source page rc=$? ($rep.err)"

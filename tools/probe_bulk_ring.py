@@ -38,7 +38,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pymoe.cuda.kernels.ptx import (_asm, _u32, cp_async16_g, cp_commit, gaddr,  # noqa: E402
                                     lds4, make_cp_wait, smem_u32)
-from pymoe.cuda.kernels.wgmma import fence_mbar_init, mbar_init, mbar_try_wait  # noqa: E402
+from pymoe.cuda.kernels.wgmma import (fence_mbar_init, mbar_expect_tx, mbar_init,  # noqa: E402
+                                      mbar_try_wait)
 from pymoe.cuda.launch import KernelSpec  # noqa: E402
 
 RING = 16                                    # tiles of ring a warp (8 KB)
@@ -48,21 +49,6 @@ TILE = 512                                   # bytes: 32 lanes x 16
 WARPS = 4
 RING_WORDS = WARPS * RING * TILE // 4 + 4    # + 16 bytes to align up
 BAR_WORDS = WARPS * SLOTS * 2 + 2            # 8-byte mbarriers, + alignment
-
-
-@intrinsic
-def mbar_expect_tx(typingctx, mbar, nbytes):
-    """This thread's arrival on mbar, announcing nbytes of async copies."""
-    sig = types.void(mbar, nbytes)
-
-    def codegen(context, builder, signature, args):
-        m = _u32(context, builder, signature.args[0], args[0])
-        n = _u32(context, builder, signature.args[1], args[1])
-        _asm(builder, ir.VoidType(),
-             "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
-             [m, n])
-        return context.get_dummy_value()
-    return sig, codegen
 
 
 @intrinsic

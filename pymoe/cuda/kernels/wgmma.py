@@ -41,7 +41,7 @@ from .ptx import _asm, _u32, _void_asm
 __all__ = ["wgmma_fence", "wgmma_commit", "make_wgmma_wait", "fence_proxy_async",
            "make_acc_fill", "make_wgmma_rs", "wgmma_desc", "store_acc", "store_acc_t",
            "make_store_acc_t", "WGMMA_N", "mbar_init", "fence_mbar_init", "mbar_try_wait",
-           "mbar_arrive", "cp_mbar_arrive", "make_setmaxnreg"]
+           "mbar_arrive", "cp_mbar_arrive", "mbar_expect_tx", "make_setmaxnreg"]
 
 WGMMA_N = tuple(range(8, 257, 8))        # the n of m64nNk16 (dense bf16 / f16)
 _F32 = ir.FloatType()
@@ -72,17 +72,34 @@ def make_setmaxnreg(inc: bool, n: int):
 
 
 # ---- mbarriers in shared memory (8 bytes, 8-byte aligned; 32-bit shared addresses)
-@intrinsic
-def mbar_init(typingctx, mbar, count):
-    """mbarrier.init.shared::cta.b64 [mbar], count (one thread, before any use)."""
-    sig = types.void(mbar, count)
-
+def _mbar_op(text: str, nops: int = 1):
+    """An intrinsic f(mbar[, x]) -> None emitting ``text`` with $0 the mbarrier's
+    shared address and, when nops == 2, $1 a 32-bit operand."""
     def codegen(context, builder, signature, args):
-        m = _u32(context, builder, signature.args[0], args[0])
-        c = _u32(context, builder, signature.args[1], args[1])
-        _void_asm(builder, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", [m, c])
+        vals = [_u32(context, builder, t, a) for t, a in zip(signature.args, args)]
+        _void_asm(builder, text, ",".join(["r"] * nops + ["~{memory}"]), vals)
         return context.get_dummy_value()
-    return sig, codegen
+
+    if nops == 1:
+        @intrinsic
+        def f(typingctx, mbar):
+            return types.void(mbar), codegen
+    else:
+        @intrinsic
+        def f(typingctx, mbar, x):
+            return types.void(mbar, x), codegen
+    return f
+
+
+# mbar_arrive(mbar): this thread's arrival (count 1; release of its prior
+# shared-memory accesses).  cp_mbar_arrive(mbar): an arrival once every cp.async
+# this thread issued before it has landed (noinc: counted in mbar's init count).
+# mbar_init(mbar, count): one thread, before any use.  mbar_expect_tx(mbar,
+# nbytes): this thread's arrival, announcing nbytes of bulk copies to complete.
+mbar_arrive = _mbar_op("mbarrier.arrive.shared::cta.b64 _, [$0];")
+cp_mbar_arrive = _mbar_op("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];")
+mbar_init = _mbar_op("mbarrier.init.shared::cta.b64 [$0], $1;", 2)
+mbar_expect_tx = _mbar_op("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", 2)
 
 
 @intrinsic
@@ -97,28 +114,6 @@ def mbar_try_wait(typingctx, mbar, parity):
                     "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; "
                     "selp.u32 $0, 1, 0, p; }", "=r,r,r,~{memory}", [m, p])
     return sig, codegen
-
-
-def _mbar_op(text: str):
-    """An intrinsic f(mbar) -> None emitting ``text`` with $0 the mbarrier's
-    shared address."""
-    @intrinsic
-    def f(typingctx, mbar):
-        sig = types.void(mbar)
-
-        def codegen(context, builder, signature, args):
-            m = _u32(context, builder, signature.args[0], args[0])
-            _void_asm(builder, text, "r,~{memory}", [m])
-            return context.get_dummy_value()
-        return sig, codegen
-    return f
-
-
-# mbar_arrive(mbar): this thread's arrival (count 1; release of its prior
-# shared-memory accesses).  cp_mbar_arrive(mbar): an arrival once every cp.async
-# this thread issued before it has landed (noinc: counted in mbar's init count).
-mbar_arrive = _mbar_op("mbarrier.arrive.shared::cta.b64 _, [$0];")
-cp_mbar_arrive = _mbar_op("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];")
 
 
 def make_wgmma_wait(n: int):

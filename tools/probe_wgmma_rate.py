@@ -231,10 +231,16 @@ def build(n: int, mode: str, halves: int = 1, cap: int | None = None,
 RING = 4                 # cpa: ring slots (k-tiles); copies run 2 k-tiles ahead
 
 
+def slot_parts(halves: int) -> tuple:
+    """Bytes of a cpa / ws ring slot's parts: 256 consumer threads' 16 weight
+    bytes, their 4-byte scale words, the halves' activation images."""
+    return 4096, 1024, halves * 8192
+
+
 def cpa_bytes(halves: int) -> int:
     """cpa's dynamic shared memory: the ring (weights, scales, activation images
     of each k-tile) + 128 bytes to align."""
-    return RING * (4096 + 1024 + halves * 8192) + 128
+    return RING * sum(slot_parts(halves)) + 128
 
 
 def build_cpa(halves: int, cap: int | None = None, piece: int = 16) -> KernelSpec:
@@ -251,14 +257,29 @@ def build_cpa(halves: int, cap: int | None = None, piece: int = 16) -> KernelSpe
     image), four times as many cp.async."""
     threads = 128 * WGS
     n = 64
-    wslot = 4096                       # bytes: weights of a slot (16 a thread)
-    sslot = 1024                       # scales (4 a thread)
-    xslot = halves * 8192              # activation images
+    wslot, sslot, xslot = slot_parts(halves)      # weights, scales, images
     slot_b = wslot + sslot + xslot
     fill = make_acc_fill(n)
     wait0 = make_wgmma_wait(0)
     cp_wait1 = make_cp_wait(1)
     frags, issue, total = make_tile_ops(n, halves)
+
+    @cuda.jit(device=True, inline=True)
+    def copy_ktile(c, sb, w, wb, xb, tid):
+        """k-tile c's copies into the ring slot at shared address sb: this
+        thread's 16 weight bytes and scale word, then its pieces of the images."""
+        cp_async16_g(sb + uint32(tid * 16), gaddr(w, wb + ((c * threads * 4) & PMASK)))
+        cp_async4_g(sb + uint32(wslot + tid * 4), gaddr(w, wb + ((c * threads * 4 + 1) & PMASK)))
+        if piece == 16:
+            for q in range(2 * halves):              # 16-byte pieces of the images
+                cp_async16_g(sb + uint32(wslot + sslot + (q * threads + tid) * 16),
+                             gaddr(w, xb + (((c * 2 * halves + q) * threads * 4
+                                             + tid * 4) & (XWIN - 1))))
+        else:
+            for q in range(8 * halves):              # 4-byte pieces
+                cp_async4_g(sb + uint32(wslot + sslot + (q * threads + tid) * 4),
+                            gaddr(w, xb + (((c * 8 * halves + q) * threads + tid)
+                                          & (XWIN - 1))))
 
     def kernel(w, per, kt, out):
         tid = cuda.threadIdx.x
@@ -275,20 +296,7 @@ def build_cpa(halves: int, cap: int | None = None, piece: int = 16) -> KernelSpe
         acc3 = acc
         # prologue: k-tiles 0 and 1 in flight
         for c0 in range(2):
-            sb = ring + uint32(c0 * slot_b)
-            cp_async16_g(sb + uint32(tid * 16), gaddr(w, wb + ((c0 * threads * 4) & PMASK)))
-            cp_async4_g(sb + uint32(wslot + tid * 4),
-                        gaddr(w, wb + ((c0 * threads * 4 + 1) & PMASK)))
-            if piece == 16:
-                for q in range(2 * halves):          # 16-byte pieces of the images
-                    cp_async16_g(sb + uint32(wslot + sslot + (q * threads + tid) * 16),
-                                 gaddr(w, xb + (((c0 * 2 * halves + q) * threads * 4
-                                                 + tid * 4) & (XWIN - 1))))
-            else:
-                for q in range(8 * halves):          # 4-byte pieces
-                    cp_async4_g(sb + uint32(wslot + sslot + (q * threads + tid) * 4),
-                                gaddr(w, xb + (((c0 * 8 * halves + q) * threads + tid)
-                                              & (XWIN - 1))))
+            copy_ktile(c0, ring + uint32(c0 * slot_b), w, wb, xb, tid)
             cp_commit()
         c = 0
         while c < kt:
@@ -296,20 +304,7 @@ def build_cpa(halves: int, cap: int | None = None, piece: int = 16) -> KernelSpe
             fence_proxy_async()
             cuda.syncthreads()
             c2 = c + 2                           # into the slot k-tile c - 2 read
-            sb = ring + uint32((c2 % RING) * slot_b)
-            cp_async16_g(sb + uint32(tid * 16), gaddr(w, wb + ((c2 * threads * 4) & PMASK)))
-            cp_async4_g(sb + uint32(wslot + tid * 4),
-                        gaddr(w, wb + ((c2 * threads * 4 + 1) & PMASK)))
-            if piece == 16:
-                for q in range(2 * halves):
-                    cp_async16_g(sb + uint32(wslot + sslot + (q * threads + tid) * 16),
-                                 gaddr(w, xb + (((c2 * 2 * halves + q) * threads * 4
-                                                 + tid * 4) & (XWIN - 1))))
-            else:
-                for q in range(8 * halves):
-                    cp_async4_g(sb + uint32(wslot + sslot + (q * threads + tid) * 4),
-                                gaddr(w, xb + (((c2 * 8 * halves + q) * threads + tid)
-                                              & (XWIN - 1))))
+            copy_ktile(c2, ring + uint32((c2 % RING) * slot_b), w, wb, xb, tid)
             cp_commit()
             cur = ring + uint32((c % RING) * slot_b)
             w0, w1, w2, w3 = lds4(cur + uint32(tid * 16))
@@ -334,7 +329,7 @@ WS_OPTS = {"wsnf": dict(fence=False), "ws8": dict(ring_n=8), "ws8nf": dict(ring_
 
 def ws_bytes(halves: int, ring: int = WS_RING) -> int:
     """ws's dynamic shared memory: cpa's ring + 2 x ring mbarriers."""
-    return ring * (4096 + 1024 + halves * 8192) + 128 + 16 * ring
+    return ring * sum(slot_parts(halves)) + 128 + 16 * ring
 
 
 def build_ws(halves: int, cap: int | None = None, regs: tuple | None = None,
@@ -343,13 +338,11 @@ def build_ws(halves: int, cap: int | None = None, regs: tuple | None = None,
     warpgroups 1 and 2 consume; ``regs`` = (producer, consumer) for setmaxnreg;
     ring_n slots; fence: the consumers' proxy fence after each full wait (wsnf
     drops it: timing only); lag: wgmma groups left pending (0: no overlap)."""
-    WS_RING = ring_n
     threads = 128 * (WGS + 1)
     n = 64
-    wslot, sslot = 4096, 1024          # the consumers' 256 threads: 16 + 4 bytes each
-    xslot = halves * 8192
+    wslot, sslot, xslot = slot_parts(halves)      # the consumers' weights, scales
     slot_b = wslot + sslot + xslot
-    ring_b = WS_RING * slot_b
+    ring_b = ring_n * slot_b
     fill = make_acc_fill(n)
     wait0 = make_wgmma_wait(0)
     wait1 = make_wgmma_wait(lag)
@@ -366,10 +359,10 @@ def build_ws(halves: int, cap: int | None = None, regs: tuple | None = None,
         for i in range(tid, 256, threads):
             s2[i] = uint32(0x3F803F80) + uint32(i & 3)
         ring = (smem_u32(dyn) + uint32(127)) & uint32(0xFFFFFF80)
-        full = ring + uint32(ring_b)                 # WS_RING mbarriers, then WS_RING
-        empty = full + uint32(8 * WS_RING)
+        full = ring + uint32(ring_b)                 # ring_n mbarriers, then ring_n
+        empty = full + uint32(8 * ring_n)
         if tid == 0:
-            for q in range(WS_RING):
+            for q in range(ring_n):
                 mbar_init(full + uint32(8 * q), 128)     # the producer's 128 threads
                 mbar_init(empty + uint32(8 * q), 256)    # every consumer thread
             fence_mbar_init()
@@ -379,9 +372,9 @@ def build_ws(halves: int, cap: int | None = None, regs: tuple | None = None,
                 dec_p()
             c = 0
             while c < kt:
-                q = c % WS_RING
-                if c >= WS_RING:
-                    par = uint32(((c // WS_RING) - 1) & 1)
+                q = c % ring_n
+                if c >= ring_n:
+                    par = uint32(((c // ring_n) - 1) & 1)
                     while mbar_try_wait(empty + uint32(8 * q), par) == uint32(0):
                         pass
                 sb = ring + uint32(q * slot_b)
@@ -409,8 +402,8 @@ def build_ws(halves: int, cap: int | None = None, regs: tuple | None = None,
             acc3 = acc
             c = 0
             while c < kt:
-                q = c % WS_RING
-                while mbar_try_wait(full + uint32(8 * q), uint32((c // WS_RING) & 1)) == \
+                q = c % ring_n
+                while mbar_try_wait(full + uint32(8 * q), uint32((c // ring_n) & 1)) == \
                         uint32(0):
                     pass
                 if fence:
@@ -425,7 +418,7 @@ def build_ws(halves: int, cap: int | None = None, regs: tuple | None = None,
                 acc, acc1, acc2, acc3 = issue(acc, acc1, acc2, acc3, r, d)
                 wait1()                              # k-tile c - 1's wgmma done
                 if c >= lag:
-                    mbar_arrive(empty + uint32(8 * ((c - lag) % WS_RING)))
+                    mbar_arrive(empty + uint32(8 * ((c - lag) % ring_n)))
                 c += 1
             wait0()
             out[cuda.blockIdx.x * threads + tid] = total(acc, acc1, acc2, acc3)

@@ -26,7 +26,8 @@ from .intrinsics import SIM, act_code, as_bits, as_float, f32_to_bf16, fp4_quart
 from .ptx import f2h, h2f
 
 __all__ = ["scale_lut", "Shape", "shape_of", "fill_tables",
-           "make_fc1_epilogue", "make_pair16", "make_round_pair", "make_fc2_epilogue", "make_row_map", "tile_roles",
+           "make_fc1_epilogue", "make_fc1_epilogue_parts", "make_pair16", "make_round_pair",
+           "make_fc2_epilogue", "make_fc2_epilogue_parts", "make_row_map", "tile_roles",
            "activation_code", "activation_arg", "SROW", "M126", "M14", "make_decoder"]
 
 THREADS = GEMM_THREADS
@@ -138,30 +139,59 @@ def tile_roles(key: LaunchKey, gather_tokens: bool) -> tuple:
     return on_input, row_of, nout
 
 
-def make_fc2_epilogue(key: LaunchKey):
-    """epilogue(h, e, n, r, tw, g2, b2) -> float32: the down projection's output
-    column n of route r (expert e) with global scale, bias and the router weight
-    (unless it went on the input), as fc2 and decode_fc2 both finish."""
+def make_fc2_epilogue_parts(key: LaunchKey):
+    """(consts, apply): consts(e, n, g2, b2) -> (gs, gb), column n of expert e's
+    global scale and bias (loaded once a column), and apply(h, gs, gb, wr) ->
+    float32: the down projection's output with the scale, the bias and the
+    router weight wr (unless it went on the input), in that order."""
     nv = key.format == "nvfp4"
     bias = key.has_bias
     on_input = key.router_on_input
     hid = key.hidden_size
 
     @cuda.jit(device=True, inline=True)
-    def epilogue(h, e, n, r, tw, g2, b2):
+    def consts(e, n, g2, b2):
+        gs = gb = float32(0.0)
         if nv:
-            h *= g2[e]
+            gs = g2[e]
         if bias:
-            h += b2[e * hid + n]
+            gb = b2[e * hid + n]
+        return gs, gb
+
+    @cuda.jit(device=True, inline=True)
+    def apply(h, gs, gb, wr):
+        if nv:
+            h *= gs
+        if bias:
+            h += gb
         if not on_input:
-            h *= tw[r]
+            h *= wr
         return h
+
+    return consts, apply
+
+
+def make_fc2_epilogue(key: LaunchKey):
+    """epilogue(h, e, n, r, tw, g2, b2) -> float32: the down projection's output
+    column n of route r (expert e) with global scale, bias and the router weight
+    tw[r] (unless it went on the input), as decode_fc2 finishes
+    (make_fc2_epilogue_parts in one call)."""
+    consts, apply = make_fc2_epilogue_parts(key)
+    on_input = key.router_on_input
+
+    @cuda.jit(device=True, inline=True)
+    def epilogue(h, e, n, r, tw, g2, b2):
+        gs, gb = consts(e, n, g2, b2)
+        return apply(h, gs, gb, float32(1.0) if on_input else tw[r])
 
     return epilogue
 
 
-def make_fc1_epilogue(key: LaunchKey):
-    """act(gate, up) (or act(h) for relu2) with global scale and bias: float32."""
+def make_fc1_epilogue_parts(key: LaunchKey):
+    """(consts, apply): consts(e, n, g13, b13) -> (gs, us, gb, ub), column n of
+    expert e's global scales and biases (loaded once a column), and apply(gate,
+    up, gs, us, gb, ub) -> act(gate, up) (or act(h) for relu2) in float32, with
+    the scales and biases in the epilogue's order (scale, then bias)."""
     gated = is_gated(key.activation)
     nv = key.format == "nvfp4"
     bias = key.has_bias
@@ -173,15 +203,28 @@ def make_fc1_epilogue(key: LaunchKey):
     alpha = float32(0.0 if key.swiglu_alpha is None else key.swiglu_alpha)
 
     @cuda.jit(device=True, inline=True)
-    def epilogue(gate, up, e, n, g13, b13):
+    def consts(e, n, g13, b13):
+        gs = us = gb = ub = float32(0.0)
         if nv:
-            gate *= g13[e * 2]
+            gs = g13[e * 2]
             if gated:
-                up *= g13[e * 2 + 1]
+                us = g13[e * 2 + 1]
         if bias:
-            gate += b13[e * f + n]
+            gb = b13[e * f + n]
             if gated:
-                up += b13[e * f + inter + n]
+                ub = b13[e * f + inter + n]
+        return gs, us, gb, ub
+
+    @cuda.jit(device=True, inline=True)
+    def apply(gate, up, gs, us, gb, ub):
+        if nv:
+            gate *= gs
+            if gated:
+                up *= us
+        if bias:
+            gate += gb
+            if gated:
+                up += ub
         if not gated:
             v = gate if gate > 0 else float32(0.0)
             return v * v
@@ -192,6 +235,19 @@ def make_fc1_epilogue(key: LaunchKey):
         if act == "silu":
             return gate * sigmoid(gate) * up
         return gate * sigmoid(alpha * gate) * (up + float32(1.0))
+
+    return consts, apply
+
+
+def make_fc1_epilogue(key: LaunchKey):
+    """act(gate, up) (or act(h) for relu2) with global scale and bias: float32
+    (make_fc1_epilogue_parts in one call)."""
+    consts, apply = make_fc1_epilogue_parts(key)
+
+    @cuda.jit(device=True, inline=True)
+    def epilogue(gate, up, e, n, g13, b13):
+        gs, us, gb, ub = consts(e, n, g13, b13)
+        return apply(gate, up, gs, us, gb, ub)
 
     return epilogue
 

@@ -12,11 +12,11 @@ weights never reach global memory.
 """
 from __future__ import annotations
 
-from numba import cuda, float32, int32, int64
+from numba import cuda, float32, int32, int64, uint32, uint64
 
 from ...geometry import (LaunchKey, gemm_max_regs, gemm_reads_v2, gemm_threads,
                          gemm_warpgroups, is_gated)
-from .common import (TILE_ROWS, activation_code, make_fc1_epilogue, shape_of)
+from .common import (TILE_ROWS, activation_code, make_fc1_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
 from .spec import KernelSpec
@@ -28,7 +28,7 @@ def build(key: LaunchKey) -> KernelSpec:
     sh = shape_of(key, "w13")
     b = key.block
     gemm = make_tile_gemm(key, sh, b, gather_tokens=True)
-    epi = make_fc1_epilogue(key)
+    consts, apply = make_fc1_epilogue_parts(key)
     _, store, _ = make_act_io(key.dtype)
     gated = is_gated(key.activation)
     wgs = gemm_warpgroups(key.gemm, b)          # warpgroups a CTA, 64 weight rows each
@@ -41,7 +41,8 @@ def build(key: LaunchKey) -> KernelSpec:
     acc_n = acc_tile_words(key, b)              # b x rows, or more: the GEMM's B ring
     dyn = acc_tile_dyn_bytes(key, b)            # the tile in dynamic shared memory
     acc_shape = 0 if dyn else acc_n
-    assert b <= nthr, b
+    assert b <= nthr and nthr % tn == 0, (b, nthr, tn)
+    mstep = nthr // tn                          # the epilogue's routes a pass
 
     def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out):
         tid = cuda.threadIdx.x
@@ -60,19 +61,26 @@ def build(key: LaunchKey) -> KernelSpec:
         if tid < b:                                  # one load a slot, not one an output
             live[tid] = int32(1) if int64(pri[blk * b + tid]) < n_routes else int32(0)
         cuda.syncthreads()
-        for idx in range(tid, b * tn, nthr):
-            m = idx // tn
-            c = idx % tn
-            n = n0 + c
-            if n < inter:
-                slot = blk * b + m
+        # thread tid takes column c of routes m0, m0 + mstep, ...: the column's
+        # scales, biases and accumulator row once, 32-bit tile indices, and an
+        # unsigned output index stepped by a constant (no wraparound code)
+        c = uint32(tid) % uint32(tn)
+        m = uint32(tid) // uint32(tn)
+        n = uint32(cuda.blockIdx.x * tn) + c
+        if n < uint32(inter):
+            gs, us, gb, ub = consts(e, n, g13, b13)
+            # warpgroup c // tn1's 64 rows: its gate rows, then its up rows
+            rc = (c // uint32(tn1)) * uint32(TILE_ROWS) + c % uint32(tn1)
+            o = uint64(blk * b + m) * uint64(inter) + uint64(n)
+            while m < uint32(b):
                 v = float32(0.0)
                 if live[m] != 0:
-                    # warpgroup c // tn1's 64 rows: its gate rows, then its up rows
-                    r0 = m * rows + (c // tn1) * TILE_ROWS + c % tn1
-                    up = acc[r0 + tn1] if gated else float32(0.0)
-                    v = epi(acc[r0], up, e, n, g13, b13)
-                store(out, slot * inter + n, v)
+                    r0 = m * uint32(rows) + rc
+                    up = acc[r0 + uint32(tn1)] if gated else float32(0.0)
+                    v = apply(acc[r0], up, gs, us, gb, ub)
+                store(out, o, v)
+                m = uint32(m + uint32(mstep))
+                o = uint64(o + uint64(mstep * inter))
 
     sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",

@@ -10,11 +10,11 @@ Shape legend: T tokens, k top-k, R = T*k, E, H, I, B block, S slots, TN = key.ti
 """
 from __future__ import annotations
 
-from numba import cuda, float32, int32, int64, uint64
+from numba import cuda, float32, int32, int64, uint32, uint64
 
 from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_max_regs,
                          gemm_reads_v2, gemm_threads, gemm_warpgroups)
-from .common import (TILE_ROWS, activation_code, make_fc2_epilogue, shape_of)
+from .common import (TILE_ROWS, activation_code, make_fc2_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
 from .ptx import pdl_wait
@@ -29,7 +29,7 @@ def build(key: LaunchKey) -> KernelSpec:
     b = key.block
     gemm = make_tile_gemm(key, sh, b, gather_tokens=False)
     hid = key.hidden_size
-    epi = make_fc2_epilogue(key)
+    consts, apply = make_fc2_epilogue_parts(key)
     wgs = gemm_warpgroups(key.gemm, b)          # warpgroups a CTA, 64 weight rows each
     nthr = gemm_threads(key.gemm, b)
     tn = key.tile_n                             # = the accumulator rows a route
@@ -38,7 +38,8 @@ def build(key: LaunchKey) -> KernelSpec:
     dyn = acc_tile_dyn_bytes(key, b)            # the tile in dynamic shared memory
     acc_shape = 0 if dyn else acc_n
     on_input = key.router_on_input
-    assert b <= nthr, b
+    assert b <= nthr and nthr % tn == 0, (b, nthr, tn)
+    mstep = nthr // tn                          # the epilogue's routes a pass
 
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, lut, g2, b2, route_out):
         tid = cuda.threadIdx.x
@@ -57,14 +58,20 @@ def build(key: LaunchKey) -> KernelSpec:
             rs[tid] = int32(r) if ok else int32(-1)
             ws[tid] = tw[r] if ok and not on_input else float32(1.0)
         cuda.syncthreads()
-        for idx in range(tid, b * tn, nthr):
-            m = idx // tn
-            c = idx % tn
-            n = n0 + c
-            r = rs[m]
-            if n < hid and r >= 0:
-                # the epilogue's router weight: ws[m] (slot m's), not tw[r]
-                route_out[int64(r) * hid + n] = epi(acc[idx], e, n, m, ws, g2, b2)
+        # thread tid takes column c of routes m0, m0 + mstep, ...: the column's
+        # scale and bias once, 32-bit tile indices, unsigned output indices
+        c = uint32(tid) % uint32(tn)
+        m = uint32(tid) // uint32(tn)
+        n = uint32(cuda.blockIdx.x * tn) + c
+        if n < uint32(hid):
+            gs, gb = consts(e, n, g2, b2)
+            while m < uint32(b):
+                r = rs[m]
+                if r >= 0:
+                    # the router weight: ws[m] (slot m's), not tw[r]
+                    route_out[uint64(r) * uint64(hid) + uint64(n)] = apply(
+                        acc[m * uint32(tn) + c], gs, gb, ws[m])
+                m = uint32(m + uint32(mstep))
 
     sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",

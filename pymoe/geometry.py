@@ -37,9 +37,10 @@ __all__ = [
     "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "route_pack_grid",
-    "WGMMA_RING", "WGMMA_V2_RING", "WGMMA_V2_REG_RING", "WGMMA_V2_CP_MAX_BLOCK", "v2_cp_ring",
-    "WGMMA_V2_MAX_BLOCK", "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
-    "WGMMA_V2_WARPGROUPS", "gemm_warpgroups", "gemm_threads", "gemm_max_regs", "WGMMA_FOLD_BYTES",
+    "WGMMA_V2_RING", "WGMMA_V2_REG_RING", "WGMMA_V2_CP_MAX_BLOCK", "v2_cp_ring",
+    "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
+    "WGMMA_V2_WARPGROUPS", "WGMMA_V2_MTILES", "WGMMA_V2_WIDE_RING", "gemm_m_tiles",
+    "gemm_warpgroups", "gemm_threads", "gemm_max_regs", "WGMMA_FOLD_BYTES",
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
@@ -68,10 +69,11 @@ BLOCK_SIZES = (8, 16, 32, 64)
 # 1, a Poisson(mean) expert takes ~1.5 blocks at mean = B; with 2, ~1.0.
 BLOCK_FILL = 2
 # The wgmma GEMM also takes blocks of 128 routes (m64n128: one decoded weight
-# serves twice the routes).  Only a pin (Caps.block_size_m = 128, on the wgmma
-# GEMM) uses it: measured 3% faster at qwen3 T = 4096 (~256 routes an expert),
-# 11% slower at gpt-oss T = 4096 (~128: padding) and far slower at T = 512
-# (docs/performance.md, Speed II step 4), so the automatic choice stays <= 64.
+# serves twice the routes; the wide loop, WGMMA_V2_MTILES).  Only a pin
+# (Caps.block_size_m = 128, on the wgmma GEMM) uses it: 1.5% slower than the
+# automatic blocks at qwen3 T = 4096 (~256 routes an expert), 0.5% at gpt-oss
+# T = 4096 and far slower at T = 512 (padding; docs/performance.md, Speed II
+# step 13), so the automatic choice stays <= 64.
 WGMMA_BLOCK_SIZES = BLOCK_SIZES + (128,)
 
 # T <= the cut runs the direct decode regime: no route packing; every CTA reads
@@ -126,19 +128,15 @@ K_ALIGN = 32
 GEMMS = ("mma", "fma", "wgmma")
 # wgmma.mma_async exists on sm_90a only (not on sm_100 / sm_120).
 WGMMA_CC = (9, 0)
-# wgmma: chunk images (32 K values of the block's routes) in the B ring: one
-# multiplies, the next is ready, one is being written, and the last one read
-# waits until every warp is past it (kernels/gemm_wgmma.py).
-WGMMA_RING = 4
-# The wgmma GEMM reads weight layout v2 for blocks of up to WGMMA_V2_MAX_BLOCK
-# routes (kernels/gemm_wgmma_v2.py: 64 K and 4 wgmma a k-tile).  Blocks up to
+# The wgmma GEMM reads weight layout v2 at every block (kernels/
+# gemm_wgmma_v2.py: 64 K and 4 wgmma an m-tile a k-tile).  Blocks up to
 # WGMMA_V2_CP_MAX_BLOCK take everything by cp.async into a ring of
 # WGMMA_V2_RING slots, each a k-tile's weights, scale words and activation
 # image (9 KB at B = 32, MXFP4), fed 2 k-tiles ahead, in the caller's fp32
 # accumulator tile (then dynamic shared memory); larger ones load weights and
 # activations into registers a k-tile ahead and keep WGMMA_V2_REG_RING
-# activation images in a static tile.  Blocks of 128 stay on the packed rows
-# (gemm_wgmma).  H200, graph replay, us (one run; MXFP4 / bf16; the cp.async
+# activation images in a static tile; blocks of 128 are the wide loop
+# (below).  H200, graph replay, us (one run; MXFP4 / bf16; the cp.async
 # ring at every block beside the register loop, both device-compiled):
 #   gpt-oss-120b  T = 64 (B 8): 698.4 -> 595.4   512: 1109.4 -> 1050.3
 #                 1024: 1657.9 -> 1643.9         4096 (B 64): 3904.9 -> 4389.1
@@ -148,19 +146,30 @@ WGMMA_RING = 4
 WGMMA_V2_RING = 4
 WGMMA_V2_REG_RING = 3
 WGMMA_V2_CP_MAX_BLOCK = 32
-WGMMA_V2_MAX_BLOCK = 64
 # ... with WGMMA_V2_WARPGROUPS warpgroups a CTA on that one B ring: each
 # multiplies its own 64 weight rows (warps 4g..4g+3: row tiles of the CTA's
 # 64 g .. 64 g + 63), so the block's activations are staged (and the ring fenced
 # and barriered) once for all of them; the CTA's tile_n grows by as much.
-WGMMA_V2_WARPGROUPS = {8: 2, 16: 2, 32: 2, 64: 2}
+WGMMA_V2_WARPGROUPS = {8: 2, 16: 2, 32: 2, 64: 2, 128: 2}
+# ... and each warpgroup multiplies WGMMA_V2_MTILES tiles of 64 weight rows
+# (m64 wgmma) by the block: blocks of 128 are the wide loop (kernels/
+# gemm_wgmma_v2.py), two m64 x n128 accumulators a warpgroup (128 fp32
+# registers a thread, one CTA an SM), 256 weight rows a CTA on one image of the
+# block's activations, fed WGMMA_V2_WIDE_RING - 2 k-tiles ahead by cp.async:
+# triton_kernels' Hopper MXFP4 tile (128 x 256 x 128, 1 CTA an SM: ncu,
+# performance.md Speed II step 13) on layout v2.  H200 (graph, MXFP4 / bf16,
+# us, auto blocks -> pinned 128): qwen3-30b-a3b T = 512 404.1 -> 526.1, 1024
+# 558.5 -> 611.2, 4096 1458.8 -> 1481.1; gpt-oss-120b 959.1 -> 1966.5, 1520.0
+# -> 2041.8, 3514.0 -> 3532.0: so it stays a pin (WGMMA_BLOCK_SIZES).
+WGMMA_V2_MTILES = {8: 1, 16: 1, 32: 1, 64: 1, 128: 2}
+WGMMA_V2_WIDE_RING = 6
 # ... capped in registers (PTX .maxnreg) so no key loses a CTA an SM to a few
 # registers: CTAs of 2 x 128 threads, 64 -> 4 CTAs share an SM's 64 K
 # registers, 72 / 80 -> 3 (local ptxas: no spills at B <= 16 under 64 or at
 # B = 32 under 72; 16-40 bytes at B = 64, one local access a k-tile at most).
 # H200, B = 32 (gpt-oss T = 512 / qwen3 T = 256, us): cap 64 1365 / 362, 72
 # 1109 / 324; one warpgroup a CTA under 72 / 80: 1178 / 333, 1209 / 346.
-WGMMA_V2_MAX_REGS = {8: 64, 16: 64, 32: 72, 64: 80}
+WGMMA_V2_MAX_REGS = {8: 64, 16: 64, 32: 72, 64: 80, 128: None}
 # wgmma folds MXFP4's E8M0 scale into the 16-bit weights (exact packed
 # multiply).  fp16: 2^(byte - 127) times every E2M1 value (0.5 .. 6) is a finite
 # fp16 value on its grid for bytes 104 .. 140 (0.5 * 2^-23 = fp16's least
@@ -559,9 +568,9 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                          "wgmma, and scales it folds)")
     return (LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,
                       intermediate_size=0),
-            LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation) * gemm_warpgroups(gemm, b),
+            LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation) * gemm_m_tiles(gemm, b),
                       gemm=gemm, **common),
-            LaunchKey("fc2", block=b, tile_n=FC2_TILE_N * gemm_warpgroups(gemm, b), gemm=gemm,
+            LaunchKey("fc2", block=b, tile_n=FC2_TILE_N * gemm_m_tiles(gemm, b), gemm=gemm,
                       **common), combine)
 
 
@@ -589,13 +598,14 @@ def wgmma_scale_fold_ok(format: str, dtype: str, lo: int, hi: int) -> bool:
 def gemm_reads_v2(gemm: str, block: int) -> bool:
     """Whether the block GEMM ``gemm`` at block size ``block`` reads the weights
     in layout v2 (DeviceWeights.w13_v2 ...) rather than the packed rows."""
-    return gemm == "wgmma" and block <= WGMMA_V2_MAX_BLOCK
+    return gemm == "wgmma" and block in WGMMA_V2_MTILES
 
 
 def v2_cp_ring(block: int) -> bool:
     """Whether the v2 wgmma GEMM at this block feeds its ring by cp.async (see
-    WGMMA_V2_CP_MAX_BLOCK) rather than through registers."""
-    return block <= WGMMA_V2_CP_MAX_BLOCK
+    WGMMA_V2_CP_MAX_BLOCK; the wide loop of blocks of 128 too) rather than
+    through registers."""
+    return block <= WGMMA_V2_CP_MAX_BLOCK or WGMMA_V2_MTILES.get(block, 1) > 1
 
 
 def gemm_max_regs(gemm: str, block: int) -> int | None:
@@ -608,6 +618,14 @@ def gemm_warpgroups(gemm: str, block: int) -> int:
     """Warpgroups (of GEMM_THREADS) a packed fc1 / fc2 CTA runs: each takes
     GEMM_TILE_ROWS weight rows, so tile_n and the CTA's threads scale with it."""
     return WGMMA_V2_WARPGROUPS[block] if gemm_reads_v2(gemm, block) else 1
+
+
+def gemm_m_tiles(gemm: str, block: int) -> int:
+    """Tiles of GEMM_TILE_ROWS weight rows a packed fc1 / fc2 CTA multiplies
+    (its warpgroups x WGMMA_V2_MTILES): tile_n and the accumulator tile's rows
+    a route scale with it."""
+    mt = WGMMA_V2_MTILES[block] if gemm_reads_v2(gemm, block) else 1
+    return gemm_warpgroups(gemm, block) * mt
 
 
 def gemm_threads(gemm: str, block: int) -> int:

@@ -478,9 +478,8 @@ def check_packed_rows(experts, keys) -> None:
             raise ValueError(
                 f"experts: uploaded with packed_rows=False (layout v2 only), but this "
                 f"call's {key.kernel} runs the {key.gemm} GEMM at block {key.block}, which "
-                "reads the packed rows (the wgmma GEMM reads v2 at blocks up to "
-                f"{geo.WGMMA_V2_MAX_BLOCK}); upload with pymoe.cuda.to_device(experts) "
-                "(packed_rows=True) for this GEMM or block")
+                "reads the packed rows (the wgmma GEMM reads v2); upload with "
+                "pymoe.cuda.to_device(experts) (packed_rows=True) for this GEMM")
 
 
 def check_x_words(x, regime: str, keys) -> None:

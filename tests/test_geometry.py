@@ -98,12 +98,15 @@ def test_tiles_live_in_geometry():
         _, k1, k2, kc = geo.launch_keys("packed", 8, activation=act, **kw)
         assert (k1.tile_n, k2.tile_n, kc.tile_n) == (fc1_n, geo.FC2_TILE_N,
                                                       geo.COMBINE_TILE_N)
-        for b in geo.WGMMA_BLOCK_SIZES:             # the v2 GEMM's CTA: more warpgroups
-            _, w1, w2, _ = geo.launch_keys("packed", b, activation=act,
-                                           **{**kw, "gemm": "wgmma"})
-            g = geo.gemm_warpgroups("wgmma", b)
-            assert g == (geo.WGMMA_V2_WARPGROUPS[b] if b <= geo.WGMMA_V2_MAX_BLOCK else 1)
-            assert (w1.tile_n, w2.tile_n) == (fc1_n * g, geo.FC2_TILE_N * g)
+        for b in geo.WGMMA_BLOCK_SIZES:             # the v2 GEMM's CTA: more warpgroups,
+            _, w1, w2, _ = geo.launch_keys("packed", b, activation=act,   # and blocks of
+                                           **{**kw, "gemm": "wgmma"})     # 128 two m-tiles
+            g = geo.gemm_warpgroups("wgmma", b)                           # a warpgroup
+            mt = geo.gemm_m_tiles("wgmma", b)
+            assert geo.gemm_reads_v2("wgmma", b) and not geo.gemm_reads_v2("mma", b)
+            assert g == geo.WGMMA_V2_WARPGROUPS[b] and mt == g * geo.WGMMA_V2_MTILES[b]
+            assert mt == (4 if b == 128 else 2)
+            assert (w1.tile_n, w2.tile_n) == (fc1_n * mt, geo.FC2_TILE_N * mt)
             assert geo.gemm_threads("wgmma", b) == geo.GEMM_THREADS * g
         d1, d2, dc = geo.launch_keys("decode", None, activation=act, **kw)
         half = geo.V2_TILE_ROWS // 2 if act == "silu" else geo.V2_TILE_ROWS

@@ -350,9 +350,9 @@ def test_reachable_keys_cover_each_gemm_once(monkeypatch):
 
 def test_check_packed_rows_refuses_gemms_that_read_them():
     """Weights uploaded without the packed rows (to_device(packed_rows=False)):
-    bind refuses a call whose fc1 / fc2 GEMM reads them (mma, fma, wgmma at blocks
-    of 128), naming the GEMM, the block and the way out; the decode kernels and
-    the wgmma GEMM at blocks up to 64 (layout v2) pass, as do full uploads."""
+    bind refuses a call whose fc1 / fc2 GEMM reads them (mma, fma), naming the
+    GEMM, the block and the way out; the decode kernels and the wgmma GEMM at
+    every block (layout v2) pass, as do full uploads."""
     from types import SimpleNamespace
     from pymoe.plan import check_packed_rows
     kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
@@ -360,10 +360,10 @@ def test_check_packed_rows_refuses_gemms_that_read_them():
               swiglu_limit=None, swiglu_alpha=None)
     lean = SimpleNamespace(has_packed_rows=False)
     full = SimpleNamespace(has_packed_rows=True)
-    for b in (8, 16, 32, 64):
+    for b in geo.WGMMA_BLOCK_SIZES:
         check_packed_rows(lean, geo.launch_keys("packed", b, gemm="wgmma", **kw))
     check_packed_rows(lean, geo.launch_keys("decode", None, gemm="mma", **kw))
-    for gemm, b in (("mma", 8), ("fma", 64), ("wgmma", 128)):
+    for gemm, b in (("mma", 8), ("fma", 64), ("mma", 64)):
         keys = geo.launch_keys("packed", b, gemm=gemm, **kw)
         check_packed_rows(full, keys)
         with pytest.raises(ValueError, match=rf"packed_rows=False .* fc1 runs the {gemm} "

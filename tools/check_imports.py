@@ -39,8 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("device wgmma", ("pymoe.cuda.kernels.wgmma",)),
     ("device tiles", ("pymoe.cuda.kernels.common",)),
     ("device gemms", ("pymoe.cuda.kernels.gemm_fma", "pymoe.cuda.kernels.gemm_mma")),
-    ("device wgmma gemm", ("pymoe.cuda.kernels.gemm_wgmma",      # mma's FP4 decoder
-                           "pymoe.cuda.kernels.gemm_wgmma_v2")),  # mma's route rows
+    ("device wgmma gemm", ("pymoe.cuda.kernels.gemm_wgmma_v2",)),  # mma's route rows
     ("device gemm choice", ("pymoe.cuda.kernels.gemm",)),
     ("device kernels", ("pymoe.cuda.kernels.route_pack", "pymoe.cuda.kernels.fc1",
                         "pymoe.cuda.kernels.fc2", "pymoe.cuda.kernels.decode",

@@ -41,10 +41,9 @@ class DeviceWeights(ExpertWeights):
 
     Uploaded with ``packed_rows=False``, w13 / w2 / w13_scales / w2_scales and
     their word views are None: only layout v2 is on the GPU (half the memory).
-    The decode kernels and the wgmma GEMM at blocks up to 64 routes read v2
-    (geometry.gemm_reads_v2); a call whose kernels read the packed rows (the mma
-    or fma GEMM, blocks of 128, ``dequant``) is refused before any launch
-    (pymoe.plan.check_packed_rows, at bind).
+    The decode kernels and the wgmma GEMM read v2 (geometry.gemm_reads_v2); a
+    call whose kernels read the packed rows (the mma or fma GEMM, ``dequant``)
+    is refused before any launch (pymoe.plan.check_packed_rows, at bind).
     """
     w13_words: Any
     w2_words: Any

@@ -400,19 +400,21 @@ def test_v2_chain_kernel_matches_numpy(fmt, dtype, which, act, k, n):
     assert (err <= bound).all(), float((err / np.maximum(bound, 1e-300)).max())
 
 
-# ---- the block GEMM on wgmma (PYMOE_GEMM=wgmma; kernels/gemm_wgmma.py)
+# ---- the block GEMM on wgmma (PYMOE_GEMM=wgmma; kernels/gemm_wgmma_v2.py)
 
 @pytest.mark.parametrize("fmt,dtype,block", [("mxfp4", "bfloat16", 64), ("nvfp4", "float16", 8),
                                              ("mxfp4", "float16", 32), ("nvfp4", "bfloat16", 128)])
 def test_wgmma_block_gemm_ptx(fmt, dtype, block):
-    """fc1 / fc2 with gemm='wgmma': sm_90a, m64nBk16 in pairs (two a 32-K chunk, packed
-    rows: B = 128) or fours (four a 64-K v2 k-tile: B <= 64; 16-byte weight loads and
-    16-byte B stores, or 16-byte cp.async for both where geometry.v2_cp_ring), the
-    async-proxy fence and a barrier a chunk, no local memory;
+    """fc1 / fc2 with gemm='wgmma': sm_90a, m64nBk16 in fours (four a 64-K v2 k-tile and
+    m-tile; 16-byte weight loads and 16-byte B stores, or 16-byte cp.async for both
+    where geometry.v2_cp_ring: its ring's slots - 3 groups pending), the async-proxy
+    fence and a barrier a k-tile, no local memory; blocks of 128 (the wide loop)
+    with the n64 fallback on padded halves and wait_group 1 between the m-tiles;
     the local ptxas keeps the wgmma asynchronous (no serialization warning) with no
     stack frame or spills."""
     from pymoe import geometry as geo
     from pymoe.cuda import launch
+    from pymoe.cuda.kernels.gemm_wgmma_v2 import ring_slots
     if launch.SIM:
         pytest.skip("the simulator replaces the compiler")
     keys = geo.launch_keys("packed", block, format=fmt, activation="swigluoai", dtype=dtype,
@@ -424,16 +426,19 @@ def test_wgmma_block_gemm_ptx(fmt, dtype, block):
         ptx, _ = launch.compile_ptx(key, (9, 0))
         assert ".target sm_90a" in ptx
         n = ptx.count(f"wgmma.mma_async.sync.aligned.m64n{block}k16.f32.{ab}.{ab}")
-        v2 = geo.gemm_reads_v2("wgmma", block)
-        per = 4 if v2 else 2                             # a k-tile / chunk (LLVM may peel)
-        assert n >= per and n % per == 0, n
+        assert geo.gemm_reads_v2("wgmma", block)
+        assert n >= 4 and n % 4 == 0, n                  # a k-tile (LLVM may peel)
         assert "fence.proxy.async.shared::cta" in ptx and "bar.sync" in ptx
         assert "wgmma.wait_group.sync.aligned 0" in ptx
-        assert ("st.shared.v4.u32" if v2 else "st.shared.v2.u32") in ptx
+        if geo.gemm_m_tiles("wgmma", block) > geo.gemm_warpgroups("wgmma", block):
+            assert "wgmma.wait_group.sync.aligned 1" in ptx     # the wide loop, and
+            n64 = ptx.count(f"m64n64k16.f32.{ab}.{ab}")          # its padded halves
+            assert n64 >= 4 and n64 % 4 == 0, n64
+        assert "st.shared.v4.u32" in ptx
         assert ".local" not in ptx
-        if v2 and geo.v2_cp_ring(block):   # weights by 16-byte cp.async, and the
-            assert "cp.async.cg.shared.global" in ptx      # activations too (zero-
-            assert "cp.async.wait_group 1" in ptx           # filled) unless scaled
+        if geo.v2_cp_ring(block):   # weights by 16-byte cp.async, and the activations
+            assert "cp.async.cg.shared.global" in ptx   # too (zero-filled) unless scaled
+            assert f"cp.async.wait_group {ring_slots(block) - 3}" in ptx
             zfill = re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r",
                               ptx)
             assert (zfill is None) == (key.kernel == "fc1"), key   # (router on fc1's input)
@@ -591,9 +596,9 @@ def test_auto_gemm_takes_wgmma_on_sm90_and_mma_where_scales_do_not_fold(monkeypa
 @pytest.mark.gpu
 def test_v2_only_upload_runs_the_wgmma_gemm(monkeypatch):
     """to_device(packed_rows=False) on the H200: half the weights' GPU bytes; the
-    decode regime and the wgmma GEMM (blocks up to 64) run from layout v2 alone
-    and give the full upload's bits; a block of 128, or PYMOE_GEMM=mma, is refused
-    at bind, before any launch."""
+    decode regime and the wgmma GEMM (every block, 128 pinned too) run from
+    layout v2 alone and give the full upload's bits; PYMOE_GEMM=mma is refused at
+    bind, before any launch."""
     import cupy as cp
     import pymoe
     from pymoe.plan import device_cc
@@ -619,8 +624,9 @@ def test_v2_only_upload_runs_the_wgmma_gemm(monkeypatch):
         np.testing.assert_array_equal(run(lean, t), run(full, t))
     from dataclasses import replace
     pin = pymoe.plan(replace(caps, block_size_m=128))
-    with pytest.raises(ValueError, match="packed_rows=False .* at block 128"):
-        run(lean, 257, pin, pymoe.cuda.allocate_scratch(pin))
+    pin_scratch = pymoe.cuda.allocate_scratch(pin)
+    np.testing.assert_array_equal(run(lean, 257, pin, pin_scratch),
+                                  run(full, 257, pin, pin_scratch))
     monkeypatch.setenv("PYMOE_GEMM", "mma")
     with pytest.raises(ValueError, match="packed_rows=False .* runs the mma GEMM"):
         run(lean, 257)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32, uint64
 
-from ...geometry import (LaunchKey, gemm_max_regs, gemm_reads_v2, gemm_threads,
-                         gemm_warpgroups, is_gated)
+from ...geometry import (LaunchKey, gemm_max_regs, gemm_m_tiles, gemm_reads_v2,
+                         gemm_threads, is_gated)
 from .common import (TILE_ROWS, activation_code, make_fc1_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
@@ -31,11 +31,11 @@ def build(key: LaunchKey) -> KernelSpec:
     consts, apply = make_fc1_epilogue_parts(key)
     _, store, _ = make_act_io(key.dtype)
     gated = is_gated(key.activation)
-    wgs = gemm_warpgroups(key.gemm, b)          # warpgroups a CTA, 64 weight rows each
+    mts = gemm_m_tiles(key.gemm, b)             # m-tiles a CTA, 64 weight rows each
     nthr = gemm_threads(key.gemm, b)
-    rows = TILE_ROWS * wgs                      # accumulator rows a route (its tile)
+    rows = TILE_ROWS * mts                      # accumulator rows a route (its tile)
     tn = key.tile_n
-    tn1 = tn // wgs                             # columns a warpgroup
+    tn1 = tn // mts                             # columns an m-tile
     assert tn1 == (TILE_ROWS // 2 if gated else TILE_ROWS), key
     inter = key.intermediate_size
     acc_n = acc_tile_words(key, b)              # b x rows, or more: the GEMM's B ring
@@ -69,7 +69,7 @@ def build(key: LaunchKey) -> KernelSpec:
         n = uint32(cuda.blockIdx.x * tn) + c
         if n < uint32(inter):
             gs, us, gb, ub = consts(e, n, g13, b13)
-            # warpgroup c // tn1's 64 rows: its gate rows, then its up rows
+            # m-tile c // tn1's 64 rows: its gate rows, then its up rows
             rc = (c // uint32(tn1)) * uint32(TILE_ROWS) + c % uint32(tn1)
             o = uint64(blk * b + m) * uint64(inter) + uint64(n)
             while m < uint32(b):

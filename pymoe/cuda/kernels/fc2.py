@@ -13,7 +13,7 @@ from __future__ import annotations
 from numba import cuda, float32, int32, int64, uint32, uint64
 
 from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_max_regs,
-                         gemm_reads_v2, gemm_threads, gemm_warpgroups)
+                         gemm_m_tiles, gemm_reads_v2, gemm_threads)
 from .common import (TILE_ROWS, activation_code, make_fc2_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
@@ -30,10 +30,10 @@ def build(key: LaunchKey) -> KernelSpec:
     gemm = make_tile_gemm(key, sh, b, gather_tokens=False)
     hid = key.hidden_size
     consts, apply = make_fc2_epilogue_parts(key)
-    wgs = gemm_warpgroups(key.gemm, b)          # warpgroups a CTA, 64 weight rows each
+    mts = gemm_m_tiles(key.gemm, b)             # m-tiles a CTA, 64 weight rows each
     nthr = gemm_threads(key.gemm, b)
     tn = key.tile_n                             # = the accumulator rows a route
-    assert tn == TILE_ROWS * wgs, key
+    assert tn == TILE_ROWS * mts, key
     acc_n = acc_tile_words(key, b)              # b x tn, or more: the GEMM's B ring
     dyn = acc_tile_dyn_bytes(key, b)            # the tile in dynamic shared memory
     acc_shape = 0 if dyn else acc_n

@@ -4,14 +4,13 @@
 
 'mma': tensor cores (gemm_mma, a = activations as uint32 words); 'wgmma':
 Hopper's warpgroup MMA (sm_90a, uint32 words too): gemm_wgmma_v2 on weight
-layout v2 (w, s = v2 words and scale words) for blocks up to 64 routes,
-gemm_wgmma on the packed rows for 128 (geometry.gemm_reads_v2); 'fma': CUDA
-cores (gemm_fma, a = the 16-bit activations; what the simulator runs).
+layout v2 (w, s = v2 words and scale words; geometry.gemm_reads_v2); 'fma':
+CUDA cores (gemm_fma, a = the 16-bit activations; what the simulator runs).
 """
 from __future__ import annotations
 
 from ...geometry import LaunchKey, gemm_reads_v2, v2_cp_ring
-from . import gemm_fma, gemm_mma, gemm_wgmma, gemm_wgmma_v2
+from . import gemm_fma, gemm_mma, gemm_wgmma_v2
 from .common import TILE_ROWS, Shape
 
 __all__ = ["make_tile_gemm", "acc_tile_words", "acc_tile_dyn_bytes"]
@@ -22,8 +21,6 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return gemm_mma.make_tile_gemm(key, sh, block, gather_tokens)
     if gemm_reads_v2(key.gemm, block):
         return gemm_wgmma_v2.make_tile_gemm(key, sh, block, gather_tokens)
-    if key.gemm == "wgmma":
-        return gemm_wgmma.make_tile_gemm(key, sh, block, gather_tokens)
     if key.gemm == "fma":
         return gemm_fma.make_tile_gemm(key, sh, block, gather_tokens)
     raise ValueError(f"{key.kernel}: LaunchKey.gemm={key.gemm!r}, expected 'mma', 'wgmma' "

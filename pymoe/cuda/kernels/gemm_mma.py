@@ -78,7 +78,7 @@ def make_decode_word(dtype: str):
 def make_decode_pairs(dtype: str, scaled: bool):
     """decode_pairs(wv, sc) -> the word's 4 16-bit pairs (decode_word p = 0..3),
     each times the 16-bit scale pair sc by an exact packed multiply when
-    ``scaled`` (NVFP4 here; every format in gemm_wgmma), else sc is unused."""
+    ``scaled`` (NVFP4), else sc is unused."""
     decode = make_decode_word(dtype)
     mul2 = mul2_bf16 if dtype == "bfloat16" else mul2_f16
 

@@ -1,5 +1,5 @@
 """The block GEMM on wgmma reading weight layout v2 (pymoe/ref/layout.py): the
-wgmma GEMM for blocks of up to 64 routes (``geometry.gemm_reads_v2``).
+wgmma GEMM at every block (``geometry.gemm_reads_v2``).
 
 Same contract as gemm_wgmma.make_tile_gemm, except that ``w`` / ``s`` are the
 experts' v2 words and v2 scale words (DeviceWeights.w13_v2 / w13_v2_scales,
@@ -35,18 +35,30 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   g (warps 4g .. 4g + 3) multiplies the CTA's row tiles 4g .. 4g + 3, i.e. its
   own 64 weight rows, so the activations are staged, fenced and barriered once
   for all of them; its accumulators land in rows 64g .. 64g + 63 of each
-  route's warpgroups x 64 in the tile.
-- Two main loops, one barrier a k-tile each; geometry.v2_cp_ring(B) picks:
+  route's warpgroups x 64 in the tile.  Blocks of 128 (geometry.WGMMA_V2_MTILES
+  2) give a warpgroup two such m-tiles, the CTA's m-tiles 2g and 2g + 1.
+- Three main loops, one barrier a k-tile each; the block picks:
+  * the wide loop (B = 128, triton_kernels' 128 x 256 tile): the cp.async ring
+    below with WGMMA_V2_WIDE_RING slots (4 k-tiles ahead, up to 172 KB of
+    dynamic shared memory, one CTA an SM), each holding both m-tiles' weights
+    and scales; threads 4m .. 4m + 3 stage routes m and m + 64.  Each m-tile's
+    4 wgmma m64n128k16 are their own group, and wgmma.wait_group 1 before an
+    m-tile's decode retires only that m-tile's previous group, so one m-tile's
+    decode can run under the other's wgmma; n64 on the first 32 accumulators
+    when routes 64 .. 127 are all padding.  (That branch makes ptxas retire both
+    groups before the second decode: step 13 of docs/performance.md.)
   * the cp.async ring (B <= WGMMA_V2_CP_MAX_BLOCK): WGMMA_V2_RING slots, each a
     k-tile's weights (16 bytes a thread), scale word(s) and image, every byte
     copied by cp.async (activations zero-filled past K and in padding; a router
     weight on the input, or a base not 16-byte aligned, goes through registers
     and st.shared instead), 2 k-tiles ahead.  Iteration c: cp.async.wait_group 1
-    (k-tile c landed), proxy fence, barrier (every warp past k-tile c - 2);
+    (k-tile c landed), the proxy fence where activations went through
+    registers (cp.async's own writes need none: triton_kernels fences none,
+    and dropping it measured the same), barrier (every warp past k-tile c - 2);
     copies of k-tile c + 2 into the slot k-tile c - 2 used; weights and scales
     from shared memory; wgmma.wait_group 0 (k-tile c - 1, whose A registers are
     written next); decode; 4 wgmma.  No global load into registers is in flight
-    at the fence, whose MEMBAR.ALL.CTA waits for every one.
+    at a fence, whose MEMBAR.ALL.CTA waits for every one.
   * the register loop (larger blocks): WGMMA_V2_REG_RING images; iteration c
     stores k-tile c + 1's activations (loaded an iteration earlier) into the
     slot k-tile c - 2 read, loads k-tile c + 2's activations and k-tile c + 1's
@@ -61,9 +73,9 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32
 
-from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_REG_RING, WGMMA_V2_RING, LaunchKey,
-                         gemm_threads, gemm_warpgroups, is_gated, v2_cp_ring, v2_k_tiles,
-                         v2_row_tiles, v2_scale_bytes)
+from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_MTILES, WGMMA_V2_REG_RING, WGMMA_V2_RING,
+                         WGMMA_V2_WIDE_RING, LaunchKey, gemm_m_tiles, gemm_threads,
+                         is_gated, v2_cp_ring, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from .common import (M14, M126, TILE_ROWS, Shape, make_decoder, make_pair16,
                      make_round_pair, tile_roles)
 from .gemm_mma import make_route_row
@@ -81,22 +93,31 @@ KT_WORDS = 128          # uint32 words of one v2 tile (32 lanes x 16 bytes)
 
 
 def slot_bytes(block: int, fmt: str) -> int:
-    """Bytes of one ring slot (one k-tile): every thread's 16 weight bytes, its
-    scale word(s), then the block's activation image (4 k-steps x 32 bytes a route)."""
+    """Bytes of one ring slot (one k-tile): every thread's 16 weight bytes an
+    m-tile, its scale word(s) an m-tile, then the block's activation image (4
+    k-steps x 32 bytes a route)."""
     nthr = gemm_threads("wgmma", block)
+    mt = WGMMA_V2_MTILES[block]
     swl = 2 if fmt == "nvfp4" else 1
-    return nthr * 16 + nthr * 4 * swl + 4 * 32 * block
+    return mt * (nthr * 16 + nthr * 4 * swl) + 4 * 32 * block
+
+
+def ring_slots(block: int) -> int:
+    """Slots of the cp.async ring: WGMMA_V2_WIDE_RING for the wide loop, else
+    WGMMA_V2_RING."""
+    return WGMMA_V2_WIDE_RING if WGMMA_V2_MTILES[block] > 1 else WGMMA_V2_RING
 
 
 def acc_tile_words(block: int, fmt: str = "mxfp4") -> int:
     """fp32 words of the caller's accumulator tile (block routes x the CTA's
-    gemm_warpgroups x TILE_ROWS rows): at least the ring (+ 128 bytes to align),
-    which lives there until the tile is written: WGMMA_V2_RING slots where
+    gemm_m_tiles x TILE_ROWS rows): at least the ring (+ 128 bytes to align),
+    which lives there until the tile is written: ring_slots slots where
     v2_cp_ring (the caller then allocates it as dynamic shared memory: 36 KB at
-    B = 32, MXFP4), else WGMMA_V2_REG_RING activation images (static)."""
-    tile = block * TILE_ROWS * gemm_warpgroups("wgmma", block)
+    B = 32, MXFP4; 156-168 KB in the wide loop), else WGMMA_V2_REG_RING
+    activation images (static)."""
+    tile = block * TILE_ROWS * gemm_m_tiles("wgmma", block)
     if v2_cp_ring(block):
-        return max(tile, WGMMA_V2_RING * slot_bytes(block, fmt) // 4 + 32)
+        return max(tile, ring_slots(block) * slot_bytes(block, fmt) // 4 + 32)
     return max(tile, WGMMA_V2_REG_RING * 4 * 32 * block // 4 + 32)
 
 
@@ -106,7 +127,11 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     pair16 = make_pair16(key.dtype)
     nv = sh.nv
     b = block
-    assert b <= 64 and b % 8 == 0, b
+    assert b in WGMMA_V2_MTILES, b
+    mt = WGMMA_V2_MTILES[b]             # m64 tiles a warpgroup (2: the wide loop)
+    wide = mt > 1
+    assert not wide or b == 128, b
+    nw = 64 if wide else b              # routes m < nw staged by threads 4m .. 4m + 3
     which = "w13" if gather_tokens else "w2"
     gated = gather_tokens and is_gated(key.activation)
     on_input = tile_roles(key, gather_tokens)[0]
@@ -117,19 +142,18 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     sw = v2_scale_bytes(key.format) // 4                   # scale words a v2 tile
     step_b = 32 * b                                        # one k-step's image, bytes
     img = 4 * step_b                                       # one k-tile's image
-    ring = WGMMA_V2_RING
+    ring = ring_slots(b)
     rring = WGMMA_V2_REG_RING
     cp_ring = v2_cp_ring(b)
     assert ring >= 3 and rring >= 3
     if not cp_ring:             # a static tile: under the 48 KB of a static allocation
         assert 4 * (acc_tile_words(b, key.format) + 256) <= 48 * 1024, (rring, b)
-    wgs = gemm_warpgroups(key.gemm, b)
     nthr = gemm_threads(key.gemm, b)
-    rows = TILE_ROWS * wgs                                 # accumulator rows a route
-    assert 4 * b <= nthr, b                                # a thread stages one k-step
+    rows = TILE_ROWS * gemm_m_tiles(key.gemm, b)           # accumulator rows a route
+    assert 4 * nw == nthr if wide else 4 * b <= nthr, b    # a thread stages one k-step
     swl = 2 if nv else 1                                   # scale words a lane
-    WSLOT = nthr * 16                                      # a slot: weights, scales,
-    SSLOT = nthr * 4 * swl                                 # then the image
+    WSLOT = mt * nthr * 16                                 # a slot: weights, scales
+    SSLOT = mt * nthr * 4 * swl                            # (m-tile major), the image
     SLOT = slot_bytes(b, key.format)
     assert SLOT == WSLOT + SSLOT + img and SLOT % 128 == 0, SLOT
     cp_wait = make_cp_wait(ring - 3)          # k-tile c's group done, c + 1's may pend
@@ -151,23 +175,28 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     tmul, post = float32(tmul), float32(post)
     fill = make_acc_fill(b)
     mma = make_wgmma_rs(b, key.dtype)
+    mma64 = make_wgmma_rs(64, key.dtype) if wide else mma
+    HALF = 8 * SBO                      # wide: routes 64 .. 127's image, bytes
     wait0 = make_wgmma_wait(0)
+    wait1 = make_wgmma_wait(1)
     store_acc = make_store_acc_t(TILE_ROWS // 2 if gated else 8)
     round_pair = make_round_pair(key.dtype)
     route_row = make_route_row(key, block, gather_tokens)
 
     @cuda.jit(device=True, inline=True)
-    def copy_w(c, slot, wb, sb, w, s, tid):
-        """cp.async k-tile c's 16 weight bytes and scale word(s) of this lane into
-        ring slot ``slot`` (shared address), c clamped to the last k-tile."""
+    def copy_w(c, slot, wb, sb, w, s, tid, i):
+        """cp.async k-tile c's 16 weight bytes and scale word(s) of this lane's
+        m-tile i into ring slot ``slot`` (shared address), c clamped to the last
+        k-tile."""
         cc = uint32(min(c, uint32(kt_n - 1)))           # 32-bit: no 64-bit clamp
-        cp_async16_g(slot + uint32(16) * tid,
+        cp_async16_g(slot + uint32(i * nthr * 16) + uint32(16) * tid,
                      gaddr(w, wb + int64(uint32(cc * uint32(KT_WORDS)))))
         so = sb + int64(uint32(cc * uint32(sw)))
+        ss = slot + uint32(WSLOT + i * nthr * 4 * swl)
         if nv:                                          # rows g and g + 8
-            cp_async8_g(slot + uint32(WSLOT) + uint32(8) * tid, gaddr(s, so))
+            cp_async8_g(ss + uint32(8) * tid, gaddr(s, so))
         else:                                           # both rows in one word
-            cp_async4_g(slot + uint32(WSLOT) + uint32(4) * tid, gaddr(s, so))
+            cp_async4_g(ss + uint32(4) * tid, gaddr(s, so))
 
     @cuda.jit(device=True, inline=True)
     def a_regs(ww, st, sa, sc, s2):
@@ -250,38 +279,68 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         scales, issue the 4 wgmma on ring slot cur's image (descriptor dring plus
         cur slots of slot16 16-byte units), commit."""
         wait0()
-        p00, p01, p02, p03 = a_regs(wa0, 0, sa0, sa1, s2)
-        p10, p11, p12, p13 = a_regs(wa1, 1, sa0, sa1, s2)
-        p20, p21, p22, p23 = a_regs(wa2, 2, sa0, sa1, s2)
-        p30, p31, p32, p33 = a_regs(wa3, 3, sa0, sa1, s2)
-        d = dring + int64(cur * uint32(slot16))
-        wgmma_fence()
-        acc = mma(acc, p00, p01, p02, p03, d, int32(1))
-        acc = mma(acc, p10, p11, p12, p13, d + step_b // 16, int32(1))
-        acc = mma(acc, p20, p21, p22, p23, d + 2 * step_b // 16, int32(1))
-        acc = mma(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
+        acc = issue4(acc, True, wa0, wa1, wa2, wa3, sa0, sa1, s2,
+                     dring + int64(cur * uint32(slot16)))
         wgmma_commit()
         return acc
 
     @cuda.jit(device=True, inline=True)
+    def issue4(acc, live1, wa0, wa1, wa2, wa3, sa0, sa1, s2, d):
+        """Decode words wa0..wa3 (one m-tile's k-tile) with their scales and issue
+        its 4 wgmma on the image at descriptor d, uncommitted.  Wide: n128, or
+        n64 on the first 32 accumulators (the fragment's routes 0..63) when
+        live1 is False (uniform: routes 64..127 are all padding)."""
+        p00, p01, p02, p03 = a_regs(wa0, 0, sa0, sa1, s2)
+        p10, p11, p12, p13 = a_regs(wa1, 1, sa0, sa1, s2)
+        p20, p21, p22, p23 = a_regs(wa2, 2, sa0, sa1, s2)
+        p30, p31, p32, p33 = a_regs(wa3, 3, sa0, sa1, s2)
+        wgmma_fence()
+        if wide and not live1:
+            lo = acc[:32]
+            lo = mma64(lo, p00, p01, p02, p03, d, int32(1))
+            lo = mma64(lo, p10, p11, p12, p13, d + step_b // 16, int32(1))
+            lo = mma64(lo, p20, p21, p22, p23, d + 2 * step_b // 16, int32(1))
+            lo = mma64(lo, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
+            acc = lo + acc[32:]
+        else:
+            acc = mma(acc, p00, p01, p02, p03, d, int32(1))
+            acc = mma(acc, p10, p11, p12, p13, d + step_b // 16, int32(1))
+            acc = mma(acc, p20, p21, p22, p23, d + 2 * step_b // 16, int32(1))
+            acc = mma(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
+        return acc
+
+    @cuda.jit(device=True, inline=True)
+    def store_mtile(acc_tile, acc, warp, g, t, i):
+        """m-tile i's accumulators of this warp into the tile (after every
+        warpgroup's last wgmma and the barrier that frees the ring): the CTA's
+        m-tile mt(warp, i) takes the tile's rows 64 mt .. 64 mt + 63 of each route."""
+        wl = warp % 4                   # the warp in its warpgroup
+        lr = (8 * wl + g) if gated else (16 * wl + g)
+        store_acc(acc_tile, int64(2 * t) * rows + m_tile(warp, i) * TILE_ROWS + lr, rows,
+                  post, acc)
+
+    @cuda.jit(device=True, inline=True)
     def store_tile(acc_tile, acc, warp, g, t):
-        """The accumulators into the tile (after every warpgroup's last wgmma and
-        the barrier that frees the ring), then the barrier the epilogue reads after."""
-        wl = warp % 4                   # the warp in its warpgroup, which takes the
-        lr = (8 * wl + g) if gated else (16 * wl + g)    # tile's rows 64 (warp // 4) ..
-        store_acc(acc_tile, int64(2 * t) * rows + (warp // 4) * TILE_ROWS + lr, rows, post,
-                  acc)
+        """The accumulators into the tile, then the barrier the epilogue reads after."""
+        store_mtile(acc_tile, acc, warp, g, t, 0)
         cuda.syncthreads()
 
     @cuda.jit(device=True, inline=True)
-    def lane_bases(e, n0, j):
-        """(wb, sb): thread j's first weight word and scale word(s) of its v2 row
-        tile (warp j // 32 takes row tile 4 (n0 / tn) + warp of expert e, clamped
-        to the last; NVFP4: rows g and g + 8, MXFP4: both rows in one word)."""
+    def m_tile(warp, i):
+        """The CTA's m-tile (64 weight rows) that warp ``warp``'s m-tile i is:
+        warpgroup g's are mt g .. mt g + mt - 1."""
+        return (warp // 4) * mt + i
+
+    @cuda.jit(device=True, inline=True)
+    def lane_bases(e, n0, j, i):
+        """(wb, sb): thread j's first weight word and scale word(s) of its m-tile
+        i's v2 row tile (row tile 4 (n0 / tn + m_tile(warp, i)) + warp % 4 of
+        expert e, warp = j // 32, clamped to the last; NVFP4: rows g and g + 8,
+        MXFP4: both rows in one word)."""
         warp = j // 32
         lane = j % 32
         g = lane // 4
-        tile = min(int64(n0 // tn) * 4 + warp, ntr - 1)
+        tile = min(int64(n0 // tn + m_tile(warp, i)) * 4 + warp % 4, ntr - 1)
         tix = (e * ntr + tile) * kt_n
         return tix * KT_WORDS + lane * 4, tix * sw + (2 * g if nv else g)
 
@@ -293,7 +352,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         g = lane // 4
         t = lane % 4
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
-        wb, sb = lane_bases(e, n0, tid)
+        wb, sb = lane_bases(e, n0, tid, 0)
         m = tid >> 2                    # threads 4m .. 4m + 3 stage route m,
         hh = uint32(tid & 3)            # a quarter each (stage_x)
         stager = tid < 4 * b
@@ -304,11 +363,12 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         ring_base = (smem_u32(acc_tile) + uint32(127)) & uint32(0xFFFFFF80)
         xoff = uint32(WSLOT + SSLOT + (m >> 3) * SBO + (m & 7) * 16)   # route m's row
         avec = (gaddr(a, 0) & 15) == 0
+        st_x = on_input or not avec     # stage_x stores through registers
         utid = uint32(tid)
         # prologue: the copies of k-tiles 0 .. ring - 3, one group each
         for c0 in range(ring - 2):
             sl0 = ring_base + uint32(c0 * SLOT)
-            copy_w(uint32(c0), sl0, wb, sb, w, s, utid)
+            copy_w(uint32(c0), sl0, wb, sb, w, s, utid, 0)
             if stager:
                 stage_x(uint32(c0), sl0 + xoff, off, hh, mult, a, avec)
             cp_commit()
@@ -324,14 +384,15 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         c = uint32(0)
         while c < uint32(kt_n):
             cp_wait()                   # this thread's copies of k-tile c landed
-            fence_proxy_async()
+            if st_x:                    # activations stored by st.shared: the
+                fence_proxy_async()     # async proxy (wgmma) sees them past the barrier
             cuda.syncthreads()
             # k-tile c + ring - 2 into the slot k-tile c - 2 was read from: every
             # warp waited for that k-tile's wgmma before this barrier
             cs = uint32(c + uint32(ring - 2))
             sl = ring_base + nxt * uint32(SLOT)
             if cs < uint32(kt_n):
-                copy_w(cs, sl, wb, sb, w, s, utid)
+                copy_w(cs, sl, wb, sb, w, s, utid, 0)
                 if stager:
                     stage_x(cs, sl + xoff, off, hh, mult, a, avec)
             cp_commit()                 # (empty past the last k-tile: the count stays)
@@ -384,7 +445,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
         # k-tile 0's weights first: in flight through the whole prologue (tables,
         # route rows, the first activations)
-        wb, sb = lane_bases(e, n0, tid)
+        wb, sb = lane_bases(e, n0, tid, 0)
         wa0, wa1, wa2, wa3, sa0, sa1 = load_w(uint32(0), wb, sb, w, s)
         for i in range(tid, 256, nthr):
             s2[i] = pair16(lut[i] * float32(4.0) * tmul)
@@ -439,4 +500,89 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
         store_tile(acc_tile, acc, warp, g, t)
 
+    @cuda.jit(device=True, inline=True)
+    def gemm_wide(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
+        """The wide loop (blocks of 128, see the module doc): two m-tiles a
+        warpgroup, each decoded and issued as its own wgmma group while the
+        other's runs."""
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        lane = tid % 32
+        g = lane // 4
+        t = lane % 4
+        s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
+        wb0, sb0 = lane_bases(e, n0, tid, 0)
+        wb1, sb1 = lane_bases(e, n0, tid, 1)
+        m = tid >> 2                    # threads 4m .. 4m + 3 stage routes m and
+        hh = uint32(tid & 3)            # m + 64, a quarter each (stage_x)
+        off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
+        off1, mult1 = route_row(blk, m + 64, pri, n_routes, top_k, tw)
+        live1 = int64(pri[blk * b + 64]) < n_routes     # (uniform) routes 64.. hold one
+        ring_base = (smem_u32(acc_tile) + uint32(127)) & uint32(0xFFFFFF80)
+        xoff = uint32(WSLOT + SSLOT + (m >> 3) * SBO + (m & 7) * 16)   # route m's row
+        avec = (gaddr(a, 0) & 15) == 0
+        st_x = on_input or not avec     # stage_x stores through registers
+        utid = uint32(tid)
+        # prologue: the copies of k-tiles 0 .. ring - 3, one group each
+        for c0 in range(ring - 2):
+            sl0 = ring_base + uint32(c0 * SLOT)
+            copy_w(uint32(c0), sl0, wb0, sb0, w, s, utid, 0)
+            copy_w(uint32(c0), sl0, wb1, sb1, w, s, utid, 1)
+            stage_x(uint32(c0), sl0 + xoff, off, hh, mult, a, avec)
+            stage_x(uint32(c0), sl0 + xoff + uint32(HALF), off1, hh, mult1, a, avec)
+            cp_commit()
+        for i in range(tid, 256, nthr):
+            s2[i] = pair16(lut[i] * float32(4.0) * tmul)
+        acc0 = fill(float32(0.0))
+        acc1 = fill(float32(0.0))
+        dring = wgmma_desc(ring_base + uint32(WSLOT + SSLOT), LBO, SBO)
+        cur = uint32(0)                 # ring slot of k-tile c
+        nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
+        c = uint32(0)
+        while c < uint32(kt_n):
+            cp_wait()                   # this thread's copies of k-tile c landed
+            if st_x:                    # activations stored by st.shared: the
+                fence_proxy_async()     # async proxy (wgmma) sees them past the barrier
+            cuda.syncthreads()
+            # k-tile c + ring - 2 into the slot k-tile c - 2 was read from: every
+            # warp's wait_group 1 before k-tile c - 1's second m-tile retired
+            # k-tile c - 2's groups before this barrier
+            cs = uint32(c + uint32(ring - 2))
+            sl = ring_base + nxt * uint32(SLOT)
+            if cs < uint32(kt_n):
+                copy_w(cs, sl, wb0, sb0, w, s, utid, 0)
+                copy_w(cs, sl, wb1, sb1, w, s, utid, 1)
+                stage_x(cs, sl + xoff, off, hh, mult, a, avec)
+                stage_x(cs, sl + xoff + uint32(HALF), off1, hh, mult1, a, avec)
+            cp_commit()                 # (empty past the last k-tile: the count stays)
+            sc = ring_base + cur * uint32(SLOT)
+            x0, x1, x2, x3 = lds4(sc + uint32(16) * utid)
+            y0, y1, y2, y3 = lds4(sc + uint32(nthr * 16) + uint32(16) * utid)
+            if nv:
+                sa0, sa1 = lds2(sc + uint32(WSLOT) + uint32(8) * utid)
+                sc0, sc1 = lds2(sc + uint32(WSLOT + nthr * 8) + uint32(8) * utid)
+            else:
+                sa0 = lds1(sc + uint32(WSLOT) + uint32(4) * utid)
+                sa1 = sa0 >> uint32(16)
+                sc0 = lds1(sc + uint32(WSLOT + nthr * 4) + uint32(4) * utid)
+                sc1 = sc0 >> uint32(16)
+            d = dring + int64(cur * uint32(SLOT // 16))
+            wait1()                     # m-tile 0's group of k-tile c - 1 retired
+            acc0 = issue4(acc0, live1, x0, x1, x2, x3, sa0, sa1, s2, d)
+            wgmma_commit()
+            wait1()                     # m-tile 1's group of k-tile c - 1 retired
+            acc1 = issue4(acc1, live1, y0, y1, y2, y3, sc0, sc1, s2, d)
+            wgmma_commit()
+            cur = uint32(0) if cur == uint32(ring - 1) else uint32(cur + uint32(1))
+            nxt = uint32(0) if nxt == uint32(ring - 1) else uint32(nxt + uint32(1))
+            c = uint32(c + uint32(1))
+        wait0()
+        cp_wait0()                      # (only empty groups can be left)
+        cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
+        store_mtile(acc_tile, acc0, warp, g, t, 0)
+        store_mtile(acc_tile, acc1, warp, g, t, 1)
+        cuda.syncthreads()
+
+    if wide:
+        return gemm_wide
     return gemm if cp_ring else gemm_regs

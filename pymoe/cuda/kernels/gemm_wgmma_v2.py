@@ -345,6 +345,61 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return tix * KT_WORDS + lane * 4, tix * sw + (2 * g if nv else g)
 
     @cuda.jit(device=True, inline=True)
+    def copy_ktile(c, sl, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh, stager,
+                   a, w, s, utid, avec):
+        """The cp.async copies of k-tile c into ring slot sl: this thread's
+        weights and scale word(s) of each m-tile, and (stager) its quarter of
+        route m's activations (wide: of routes m and m + 64 too), uncommitted."""
+        copy_w(c, sl, wb0, sb0, w, s, utid, 0)
+        if wide:
+            copy_w(c, sl, wb1, sb1, w, s, utid, 1)
+        if stager:
+            stage_x(c, sl + xoff, off, hh, mult, a, avec)
+            if wide:
+                stage_x(c, sl + xoff + uint32(HALF), off1, hh, mult1, a, avec)
+
+    @cuda.jit(device=True, inline=True)
+    def ring_prologue(ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh,
+                      stager, a, w, s, utid, avec, s2, lut, tid):
+        """The copies of k-tiles 0 .. ring - 3, one group each, then the scale
+        table (the first iteration's barrier publishes it)."""
+        for c0 in range(ring - 2):
+            copy_ktile(uint32(c0), ring_base + uint32(c0 * SLOT), wb0, sb0, wb1, sb1, xoff,
+                       off, mult, off1, mult1, hh, stager, a, w, s, utid, avec)
+            cp_commit()
+        for i in range(tid, 256, nthr):
+            s2[i] = pair16(lut[i] * float32(4.0) * tmul)
+
+    @cuda.jit(device=True, inline=True)
+    def ring_top(st_x):
+        """The top of a ring iteration: this thread's copies of its k-tile
+        landed, the proxy fence where activations went through st.shared (the
+        async proxy, wgmma, sees them past the barrier), the barrier."""
+        cp_wait()
+        if st_x:
+            fence_proxy_async()
+        cuda.syncthreads()
+
+    @cuda.jit(device=True, inline=True)
+    def ring_next(i):
+        """The ring slot after slot i."""
+        return uint32(0) if i == uint32(ring - 1) else uint32(i + uint32(1))
+
+    @cuda.jit(device=True, inline=True)
+    def slot_words(sc, utid, i):
+        """(w0, w1, w2, w3, s0, s1): this thread's m-tile i weight words and
+        scale words (NVFP4: rows g and g + 8; MXFP4: both rows in one, s1 its
+        high half) in the ring slot at shared address sc."""
+        w0, w1, w2, w3 = lds4(sc + uint32(i * nthr * 16) + uint32(16) * utid)
+        ss = sc + uint32(WSLOT + i * nthr * 4 * swl)
+        if nv:
+            s0, s1 = lds2(ss + uint32(8) * utid)
+        else:
+            s0 = lds1(ss + uint32(4) * utid)
+            s1 = s0 >> uint32(16)
+        return w0, w1, w2, w3, s0, s1
+
+    @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
         tid = cuda.threadIdx.x
         warp = tid // 32
@@ -365,15 +420,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         avec = (gaddr(a, 0) & 15) == 0
         st_x = on_input or not avec     # stage_x stores through registers
         utid = uint32(tid)
-        # prologue: the copies of k-tiles 0 .. ring - 3, one group each
-        for c0 in range(ring - 2):
-            sl0 = ring_base + uint32(c0 * SLOT)
-            copy_w(uint32(c0), sl0, wb, sb, w, s, utid, 0)
-            if stager:
-                stage_x(uint32(c0), sl0 + xoff, off, hh, mult, a, avec)
-            cp_commit()
-        for i in range(tid, 256, nthr):
-            s2[i] = pair16(lut[i] * float32(4.0) * tmul)
+        ring_prologue(ring_base, wb, sb, wb, sb, xoff, off, mult, off, mult, hh, stager,
+                      a, w, s, utid, avec, s2, lut, tid)
         acc = fill(float32(0.0))
         # descriptors: the start address is the low 14 bits (16-byte units) and
         # shared addresses stay below 256 KB, so a slot's image descriptor is the
@@ -383,29 +431,18 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
         c = uint32(0)
         while c < uint32(kt_n):
-            cp_wait()                   # this thread's copies of k-tile c landed
-            if st_x:                    # activations stored by st.shared: the
-                fence_proxy_async()     # async proxy (wgmma) sees them past the barrier
-            cuda.syncthreads()
+            ring_top(st_x)              # k-tile c landed, every warp past k-tile c - 1
             # k-tile c + ring - 2 into the slot k-tile c - 2 was read from: every
             # warp waited for that k-tile's wgmma before this barrier
             cs = uint32(c + uint32(ring - 2))
-            sl = ring_base + nxt * uint32(SLOT)
             if cs < uint32(kt_n):
-                copy_w(cs, sl, wb, sb, w, s, utid, 0)
-                if stager:
-                    stage_x(cs, sl + xoff, off, hh, mult, a, avec)
+                copy_ktile(cs, ring_base + nxt * uint32(SLOT), wb, sb, wb, sb, xoff, off,
+                           mult, off, mult, hh, stager, a, w, s, utid, avec)
             cp_commit()                 # (empty past the last k-tile: the count stays)
-            sc = ring_base + cur * uint32(SLOT)
-            wa0, wa1, wa2, wa3 = lds4(sc + uint32(16) * utid)
-            if nv:
-                sa0, sa1 = lds2(sc + uint32(WSLOT) + uint32(8) * utid)
-            else:
-                sa0 = lds1(sc + uint32(WSLOT) + uint32(4) * utid)
-                sa1 = sa0 >> uint32(16)
+            wa0, wa1, wa2, wa3, sa0, sa1 = slot_words(ring_base + cur * uint32(SLOT), utid, 0)
             acc = ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, SLOT // 16)
-            cur = uint32(0) if cur == uint32(ring - 1) else uint32(cur + uint32(1))
-            nxt = uint32(0) if nxt == uint32(ring - 1) else uint32(nxt + uint32(1))
+            cur = ring_next(cur)
+            nxt = ring_next(nxt)
             c = uint32(c + uint32(1))
         wait0()
         cp_wait0()                      # (only empty groups can be left)
@@ -523,16 +560,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         avec = (gaddr(a, 0) & 15) == 0
         st_x = on_input or not avec     # stage_x stores through registers
         utid = uint32(tid)
-        # prologue: the copies of k-tiles 0 .. ring - 3, one group each
-        for c0 in range(ring - 2):
-            sl0 = ring_base + uint32(c0 * SLOT)
-            copy_w(uint32(c0), sl0, wb0, sb0, w, s, utid, 0)
-            copy_w(uint32(c0), sl0, wb1, sb1, w, s, utid, 1)
-            stage_x(uint32(c0), sl0 + xoff, off, hh, mult, a, avec)
-            stage_x(uint32(c0), sl0 + xoff + uint32(HALF), off1, hh, mult1, a, avec)
-            cp_commit()
-        for i in range(tid, 256, nthr):
-            s2[i] = pair16(lut[i] * float32(4.0) * tmul)
+        ring_prologue(ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh, True,
+                      a, w, s, utid, avec, s2, lut, tid)
         acc0 = fill(float32(0.0))
         acc1 = fill(float32(0.0))
         dring = wgmma_desc(ring_base + uint32(WSLOT + SSLOT), LBO, SBO)
@@ -540,32 +569,18 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
         c = uint32(0)
         while c < uint32(kt_n):
-            cp_wait()                   # this thread's copies of k-tile c landed
-            if st_x:                    # activations stored by st.shared: the
-                fence_proxy_async()     # async proxy (wgmma) sees them past the barrier
-            cuda.syncthreads()
+            ring_top(st_x)              # k-tile c landed, every warp past k-tile c - 1
             # k-tile c + ring - 2 into the slot k-tile c - 2 was read from: every
             # warp's wait_group 1 before k-tile c - 1's second m-tile retired
             # k-tile c - 2's groups before this barrier
             cs = uint32(c + uint32(ring - 2))
-            sl = ring_base + nxt * uint32(SLOT)
             if cs < uint32(kt_n):
-                copy_w(cs, sl, wb0, sb0, w, s, utid, 0)
-                copy_w(cs, sl, wb1, sb1, w, s, utid, 1)
-                stage_x(cs, sl + xoff, off, hh, mult, a, avec)
-                stage_x(cs, sl + xoff + uint32(HALF), off1, hh, mult1, a, avec)
+                copy_ktile(cs, ring_base + nxt * uint32(SLOT), wb0, sb0, wb1, sb1, xoff, off,
+                           mult, off1, mult1, hh, True, a, w, s, utid, avec)
             cp_commit()                 # (empty past the last k-tile: the count stays)
             sc = ring_base + cur * uint32(SLOT)
-            x0, x1, x2, x3 = lds4(sc + uint32(16) * utid)
-            y0, y1, y2, y3 = lds4(sc + uint32(nthr * 16) + uint32(16) * utid)
-            if nv:
-                sa0, sa1 = lds2(sc + uint32(WSLOT) + uint32(8) * utid)
-                sc0, sc1 = lds2(sc + uint32(WSLOT + nthr * 8) + uint32(8) * utid)
-            else:
-                sa0 = lds1(sc + uint32(WSLOT) + uint32(4) * utid)
-                sa1 = sa0 >> uint32(16)
-                sc0 = lds1(sc + uint32(WSLOT + nthr * 4) + uint32(4) * utid)
-                sc1 = sc0 >> uint32(16)
+            x0, x1, x2, x3, sa0, sa1 = slot_words(sc, utid, 0)
+            y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
             d = dring + int64(cur * uint32(SLOT // 16))
             wait1()                     # m-tile 0's group of k-tile c - 1 retired
             acc0 = issue4(acc0, live1, x0, x1, x2, x3, sa0, sa1, s2, d)
@@ -573,8 +588,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             wait1()                     # m-tile 1's group of k-tile c - 1 retired
             acc1 = issue4(acc1, live1, y0, y1, y2, y3, sc0, sc1, s2, d)
             wgmma_commit()
-            cur = uint32(0) if cur == uint32(ring - 1) else uint32(cur + uint32(1))
-            nxt = uint32(0) if nxt == uint32(ring - 1) else uint32(nxt + uint32(1))
+            cur = ring_next(cur)
+            nxt = ring_next(nxt)
             c = uint32(c + uint32(1))
         wait0()
         cp_wait0()                      # (only empty groups can be left)

@@ -371,14 +371,35 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             s2[i] = pair16(lut[i] * float32(4.0) * tmul)
 
     @cuda.jit(device=True, inline=True)
-    def ring_top(st_x):
-        """The top of a ring iteration: this thread's copies of its k-tile
-        landed, the proxy fence where activations went through st.shared (the
-        async proxy, wgmma, sees them past the barrier), the barrier."""
+    def ring_setup(acc_tile, a, tid):
+        """(ring_base, xoff, avec, st_x, utid): the ring's 128-byte aligned base
+        in the caller's tile, route m = tid / 4's row in a slot's image, whether
+        the activations' base is 16-byte aligned, whether stage_x stores through
+        registers (then the proxy fence is needed), and tid as uint32."""
+        m = tid >> 2
+        ring_base = (smem_u32(acc_tile) + uint32(127)) & uint32(0xFFFFFF80)
+        xoff = uint32(WSLOT + SSLOT + (m >> 3) * SBO + (m & 7) * 16)
+        avec = (gaddr(a, 0) & 15) == 0
+        return ring_base, xoff, avec, on_input or not avec, uint32(tid)
+
+    @cuda.jit(device=True, inline=True)
+    def ring_refill(c, nxt, ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
+                    mult1, hh, stager, a, w, s, utid, avec):
+        """The top of ring iteration c: this thread's copies of k-tile c landed,
+        the proxy fence where activations went through st.shared (the async
+        proxy, wgmma, sees them past the barrier), the barrier; then k-tile
+        c + ring - 2's copies into slot nxt, the one k-tile c - 2 was read from
+        (every warp retired that k-tile's wgmma before this barrier), as one
+        group (empty past the last k-tile: the group count stays)."""
         cp_wait()
         if st_x:
             fence_proxy_async()
         cuda.syncthreads()
+        cs = uint32(c + uint32(ring - 2))
+        if cs < uint32(kt_n):
+            copy_ktile(cs, ring_base + nxt * uint32(SLOT), wb0, sb0, wb1, sb1, xoff, off,
+                       mult, off1, mult1, hh, stager, a, w, s, utid, avec)
+        cp_commit()
 
     @cuda.jit(device=True, inline=True)
     def ring_next(i):
@@ -415,11 +436,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         mult = float32(1.0)
         if stager:
             off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
-        ring_base = (smem_u32(acc_tile) + uint32(127)) & uint32(0xFFFFFF80)
-        xoff = uint32(WSLOT + SSLOT + (m >> 3) * SBO + (m & 7) * 16)   # route m's row
-        avec = (gaddr(a, 0) & 15) == 0
-        st_x = on_input or not avec     # stage_x stores through registers
-        utid = uint32(tid)
+        ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
         ring_prologue(ring_base, wb, sb, wb, sb, xoff, off, mult, off, mult, hh, stager,
                       a, w, s, utid, avec, s2, lut, tid)
         acc = fill(float32(0.0))
@@ -431,14 +448,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
         c = uint32(0)
         while c < uint32(kt_n):
-            ring_top(st_x)              # k-tile c landed, every warp past k-tile c - 1
-            # k-tile c + ring - 2 into the slot k-tile c - 2 was read from: every
-            # warp waited for that k-tile's wgmma before this barrier
-            cs = uint32(c + uint32(ring - 2))
-            if cs < uint32(kt_n):
-                copy_ktile(cs, ring_base + nxt * uint32(SLOT), wb, sb, wb, sb, xoff, off,
-                           mult, off, mult, hh, stager, a, w, s, utid, avec)
-            cp_commit()                 # (empty past the last k-tile: the count stays)
+            # (every warp's wait_group 0 in k-tile c - 1 retired k-tile c - 2's wgmma)
+            ring_refill(c, nxt, ring_base, st_x, wb, sb, wb, sb, xoff, off, mult, off, mult,
+                        hh, stager, a, w, s, utid, avec)
             wa0, wa1, wa2, wa3, sa0, sa1 = slot_words(ring_base + cur * uint32(SLOT), utid, 0)
             acc = ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, SLOT // 16)
             cur = ring_next(cur)
@@ -555,11 +567,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
         off1, mult1 = route_row(blk, m + 64, pri, n_routes, top_k, tw)
         live1 = int64(pri[blk * b + 64]) < n_routes     # (uniform) routes 64.. hold one
-        ring_base = (smem_u32(acc_tile) + uint32(127)) & uint32(0xFFFFFF80)
-        xoff = uint32(WSLOT + SSLOT + (m >> 3) * SBO + (m & 7) * 16)   # route m's row
-        avec = (gaddr(a, 0) & 15) == 0
-        st_x = on_input or not avec     # stage_x stores through registers
-        utid = uint32(tid)
+        ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
         ring_prologue(ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh, True,
                       a, w, s, utid, avec, s2, lut, tid)
         acc0 = fill(float32(0.0))
@@ -569,15 +577,10 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
         c = uint32(0)
         while c < uint32(kt_n):
-            ring_top(st_x)              # k-tile c landed, every warp past k-tile c - 1
-            # k-tile c + ring - 2 into the slot k-tile c - 2 was read from: every
-            # warp's wait_group 1 before k-tile c - 1's second m-tile retired
-            # k-tile c - 2's groups before this barrier
-            cs = uint32(c + uint32(ring - 2))
-            if cs < uint32(kt_n):
-                copy_ktile(cs, ring_base + nxt * uint32(SLOT), wb0, sb0, wb1, sb1, xoff, off,
-                           mult, off1, mult1, hh, True, a, w, s, utid, avec)
-            cp_commit()                 # (empty past the last k-tile: the count stays)
+            # (every warp's wait_group 1 before k-tile c - 1's second m-tile
+            # retired k-tile c - 2's groups)
+            ring_refill(c, nxt, ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
+                        mult1, hh, True, a, w, s, utid, avec)
             sc = ring_base + cur * uint32(SLOT)
             x0, x1, x2, x3, sa0, sa1 = slot_words(sc, utid, 0)
             y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)

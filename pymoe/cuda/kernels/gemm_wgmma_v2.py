@@ -1,14 +1,15 @@
 """The block GEMM on wgmma reading weight layout v2 (pymoe/ref/layout.py): the
 wgmma GEMM at every block (``geometry.gemm_reads_v2``).
 
-Same contract as gemm_wgmma.make_tile_gemm, except that ``w`` / ``s`` are the
-experts' v2 words and v2 scale words (DeviceWeights.w13_v2 / w13_v2_scales,
-w2_v2 / w2_v2_scales):
+The block-GEMM contract of kernels/gemm.py, with ``w`` / ``s`` the experts' v2
+words and v2 scale words (DeviceWeights.w13_v2 / w13_v2_scales, w2_v2 /
+w2_v2_scales):
 
     gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
 
-leaves acc_tile[m * TILE_ROWS + lr] = sum_k act[m, k] * W[row(lr), k] for the B
-routes m of block ``blk`` and the tile's 64 local rows lr (common.make_row_map:
+leaves acc_tile[m * rows + 64 t + lr] = sum_k act[m, k] * W[row(t, lr), k] for
+the B routes m of block ``blk``, the CTA's m-tiles t (rows = 64 x
+geometry.gemm_m_tiles) and each m-tile's 64 local rows lr (common.make_row_map:
 gated w13 tiles hold 32 gate rows, then the 32 up rows of the same columns).
 
 Data path (pymoe/ref/wgmma.py v2_a_fragments / v2_b_image, checked on the CPU;

@@ -132,7 +132,6 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     mt = WGMMA_V2_MTILES[b]             # m64 tiles a warpgroup (2: the wide loop)
     wide = mt > 1
     assert not wide or b == 128, b
-    nw = 64 if wide else b              # routes m < nw staged by threads 4m .. 4m + 3
     which = "w13" if gather_tokens else "w2"
     gated = gather_tokens and is_gated(key.activation)
     on_input = tile_roles(key, gather_tokens)[0]
@@ -151,7 +150,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         assert 4 * (acc_tile_words(b, key.format) + 256) <= 48 * 1024, (rring, b)
     nthr = gemm_threads(key.gemm, b)
     rows = TILE_ROWS * gemm_m_tiles(key.gemm, b)           # accumulator rows a route
-    assert 4 * nw == nthr if wide else 4 * b <= nthr, b    # a thread stages one k-step
+    # threads 4m .. 4m + 3 stage route m (wide: routes m and m + 64), a k-step each
+    assert (4 * 64 == nthr) if wide else (4 * b <= nthr), b
     swl = 2 if nv else 1                                   # scale words a lane
     WSLOT = mt * nthr * 16                                 # a slot: weights, scales
     SSLOT = mt * nthr * 4 * swl                            # (m-tile major), the image
@@ -311,19 +311,24 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return acc
 
     @cuda.jit(device=True, inline=True)
-    def store_mtile(acc_tile, acc, warp, g, t, i):
+    def store_mtile(acc_tile, acc, i):
         """m-tile i's accumulators of this warp into the tile (after every
         warpgroup's last wgmma and the barrier that frees the ring): the CTA's
         m-tile mt(warp, i) takes the tile's rows 64 mt .. 64 mt + 63 of each route."""
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        lane = tid % 32
+        g = lane // 4                   # the fragment's row group and column pair
+        t = lane % 4
         wl = warp % 4                   # the warp in its warpgroup
         lr = (8 * wl + g) if gated else (16 * wl + g)
         store_acc(acc_tile, int64(2 * t) * rows + m_tile(warp, i) * TILE_ROWS + lr, rows,
                   post, acc)
 
     @cuda.jit(device=True, inline=True)
-    def store_tile(acc_tile, acc, warp, g, t):
+    def store_tile(acc_tile, acc):
         """The accumulators into the tile, then the barrier the epilogue reads after."""
-        store_mtile(acc_tile, acc, warp, g, t, 0)
+        store_mtile(acc_tile, acc, 0)
         cuda.syncthreads()
 
     @cuda.jit(device=True, inline=True)
@@ -424,10 +429,6 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
         tid = cuda.threadIdx.x
-        warp = tid // 32
-        lane = tid % 32
-        g = lane // 4
-        t = lane % 4
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
         wb, sb = lane_bases(e, n0, tid, 0)
         m = tid >> 2                    # threads 4m .. 4m + 3 stage route m,
@@ -460,7 +461,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         wait0()
         cp_wait0()                      # (only empty groups can be left)
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
-        store_tile(acc_tile, acc, warp, g, t)
+        store_tile(acc_tile, acc)
 
     @cuda.jit(device=True, inline=True)
     def load_w(c, wb, sb, w, s):
@@ -488,10 +489,6 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         """The register-staged loop (blocks past WGMMA_V2_CP_MAX_BLOCK, see the
         module doc): ring images in the static tile, loads a k-tile ahead."""
         tid = cuda.threadIdx.x
-        warp = tid // 32
-        lane = tid % 32
-        g = lane // 4
-        t = lane % 4
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
         # k-tile 0's weights first: in flight through the whole prologue (tables,
         # route rows, the first activations)
@@ -548,7 +545,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             c = uint32(c + uint32(1))
         wait0()
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
-        store_tile(acc_tile, acc, warp, g, t)
+        store_tile(acc_tile, acc)
 
     @cuda.jit(device=True, inline=True)
     def gemm_wide(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
@@ -556,10 +553,6 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         warpgroup, each decoded and issued as its own wgmma group while the
         other's runs."""
         tid = cuda.threadIdx.x
-        warp = tid // 32
-        lane = tid % 32
-        g = lane // 4
-        t = lane % 4
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
         wb0, sb0 = lane_bases(e, n0, tid, 0)
         wb1, sb1 = lane_bases(e, n0, tid, 1)
@@ -598,8 +591,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         wait0()
         cp_wait0()                      # (only empty groups can be left)
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
-        store_mtile(acc_tile, acc0, warp, g, t, 0)
-        store_mtile(acc_tile, acc1, warp, g, t, 1)
+        store_mtile(acc_tile, acc0, 0)
+        store_mtile(acc_tile, acc1, 1)
         cuda.syncthreads()
 
     if wide:

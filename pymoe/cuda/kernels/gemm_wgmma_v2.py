@@ -46,8 +46,9 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
     4 wgmma m64n128k16 are their own group, and wgmma.wait_group 1 before an
     m-tile's decode retires only that m-tile's previous group, so one m-tile's
     decode can run under the other's wgmma; n64 on the first 32 accumulators
-    when routes 64 .. 127 are all padding.  (That branch makes ptxas retire both
-    groups before the second decode: step 13 of docs/performance.md.)
+    when routes 64 .. 127 are all padding, in a second copy of the loop chosen
+    once a CTA (a branch inside the loop makes ptxas retire both groups before
+    the second decode: step 13 of docs/performance.md).
   * the cp.async ring (B <= WGMMA_V2_CP_MAX_BLOCK): WGMMA_V2_RING slots, each a
     k-tile's weights (16 bytes a thread), scale word(s) and image, every byte
     copied by cp.async (activations zero-filled past K and in padding; a router
@@ -280,35 +281,30 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         scales, issue the 4 wgmma on ring slot cur's image (descriptor dring plus
         cur slots of slot16 16-byte units), commit."""
         wait0()
-        acc = issue4(acc, True, wa0, wa1, wa2, wa3, sa0, sa1, s2,
+        acc = issue4(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2,
                      dring + int64(cur * uint32(slot16)))
         wgmma_commit()
         return acc
 
-    @cuda.jit(device=True, inline=True)
-    def issue4(acc, live1, wa0, wa1, wa2, wa3, sa0, sa1, s2, d):
-        """Decode words wa0..wa3 (one m-tile's k-tile) with their scales and issue
-        its 4 wgmma on the image at descriptor d, uncommitted.  Wide: n128, or
-        n64 on the first 32 accumulators (the fragment's routes 0..63) when
-        live1 is False (uniform: routes 64..127 are all padding)."""
-        p00, p01, p02, p03 = a_regs(wa0, 0, sa0, sa1, s2)
-        p10, p11, p12, p13 = a_regs(wa1, 1, sa0, sa1, s2)
-        p20, p21, p22, p23 = a_regs(wa2, 2, sa0, sa1, s2)
-        p30, p31, p32, p33 = a_regs(wa3, 3, sa0, sa1, s2)
-        wgmma_fence()
-        if wide and not live1:
-            lo = acc[:32]
-            lo = mma64(lo, p00, p01, p02, p03, d, int32(1))
-            lo = mma64(lo, p10, p11, p12, p13, d + step_b // 16, int32(1))
-            lo = mma64(lo, p20, p21, p22, p23, d + 2 * step_b // 16, int32(1))
-            lo = mma64(lo, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
-            acc = lo + acc[32:]
-        else:
-            acc = mma(acc, p00, p01, p02, p03, d, int32(1))
-            acc = mma(acc, p10, p11, p12, p13, d + step_b // 16, int32(1))
-            acc = mma(acc, p20, p21, p22, p23, d + 2 * step_b // 16, int32(1))
-            acc = mma(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
-        return acc
+    def make_issue4(mma_n):
+        @cuda.jit(device=True, inline=True)
+        def issue4(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, d):
+            """Decode words wa0..wa3 (one m-tile's k-tile) with their scales and
+            issue its 4 wgmma (mma_n) on the image at descriptor d, uncommitted."""
+            p00, p01, p02, p03 = a_regs(wa0, 0, sa0, sa1, s2)
+            p10, p11, p12, p13 = a_regs(wa1, 1, sa0, sa1, s2)
+            p20, p21, p22, p23 = a_regs(wa2, 2, sa0, sa1, s2)
+            p30, p31, p32, p33 = a_regs(wa3, 3, sa0, sa1, s2)
+            wgmma_fence()
+            acc = mma_n(acc, p00, p01, p02, p03, d, int32(1))
+            acc = mma_n(acc, p10, p11, p12, p13, d + step_b // 16, int32(1))
+            acc = mma_n(acc, p20, p21, p22, p23, d + 2 * step_b // 16, int32(1))
+            acc = mma_n(acc, p30, p31, p32, p33, d + 3 * step_b // 16, int32(1))
+            return acc
+        return issue4
+
+    issue4 = make_issue4(mma)
+    issue4_64 = make_issue4(mma64)      # wide, padded half: routes 0..63 (32 accumulators)
 
     @cuda.jit(device=True, inline=True)
     def store_mtile(acc_tile, acc, i):
@@ -547,6 +543,61 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
         store_tile(acc_tile, acc)
 
+    def make_wide_loop(full):
+        """The wide loop from k-tile 0's top to its last wgmma retired: n128 wgmma
+        (full) or n64 on the first 32 accumulators of each m-tile (routes
+        64..127 all padding), chosen once a CTA so that no branch inside the
+        k-loop merges accumulators in flight (ptxas then retires both m-tiles'
+        groups before each decode: performance.md Speed II step 13).  Returns
+        both m-tiles' 64 accumulators (a padded half's last 32 zero, never read)."""
+        issue = issue4 if full else issue4_64
+        fill_n = fill if full else fill64
+        pad = keep if full else widen
+
+        @cuda.jit(device=True, inline=True)
+        def loop(ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh, a,
+                 w, s, utid, avec, s2):
+            acc0 = fill_n(float32(0.0))
+            acc1 = fill_n(float32(0.0))
+            dring = wgmma_desc(ring_base + uint32(WSLOT + SSLOT), LBO, SBO)
+            cur = uint32(0)                 # ring slot of k-tile c
+            nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
+            c = uint32(0)
+            while c < uint32(kt_n):
+                # (every warp's wait_group 1 before k-tile c - 1's second m-tile
+                # retired k-tile c - 2's groups)
+                ring_refill(c, nxt, ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult,
+                            off1, mult1, hh, True, a, w, s, utid, avec)
+                sc = ring_base + cur * uint32(SLOT)
+                x0, x1, x2, x3, sa0, sa1 = slot_words(sc, utid, 0)
+                y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
+                d = dring + int64(cur * uint32(SLOT // 16))
+                wait1()                     # m-tile 0's group of k-tile c - 1 retired
+                acc0 = issue(acc0, x0, x1, x2, x3, sa0, sa1, s2, d)
+                wgmma_commit()
+                wait1()                     # m-tile 1's group of k-tile c - 1 retired
+                acc1 = issue(acc1, y0, y1, y2, y3, sc0, sc1, s2, d)
+                wgmma_commit()
+                cur = ring_next(cur)
+                nxt = ring_next(nxt)
+                c = uint32(c + uint32(1))
+            wait0()
+            return pad(acc0), pad(acc1)
+        return loop
+
+    @cuda.jit(device=True, inline=True)
+    def keep(acc):
+        return acc
+
+    @cuda.jit(device=True, inline=True)
+    def widen(acc):                     # 32 accumulators -> the n128 fragment's 64
+        return acc + fill64(float32(0.0))
+
+    if wide:
+        fill64 = make_acc_fill(64)
+        loop128 = make_wide_loop(True)
+        loop64 = make_wide_loop(False)
+
     @cuda.jit(device=True, inline=True)
     def gemm_wide(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
         """The wide loop (blocks of 128, see the module doc): two m-tiles a
@@ -564,31 +615,12 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
         ring_prologue(ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh, True,
                       a, w, s, utid, avec, s2, lut, tid)
-        acc0 = fill(float32(0.0))
-        acc1 = fill(float32(0.0))
-        dring = wgmma_desc(ring_base + uint32(WSLOT + SSLOT), LBO, SBO)
-        cur = uint32(0)                 # ring slot of k-tile c
-        nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
-        c = uint32(0)
-        while c < uint32(kt_n):
-            # (every warp's wait_group 1 before k-tile c - 1's second m-tile
-            # retired k-tile c - 2's groups)
-            ring_refill(c, nxt, ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
-                        mult1, hh, True, a, w, s, utid, avec)
-            sc = ring_base + cur * uint32(SLOT)
-            x0, x1, x2, x3, sa0, sa1 = slot_words(sc, utid, 0)
-            y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
-            d = dring + int64(cur * uint32(SLOT // 16))
-            wait1()                     # m-tile 0's group of k-tile c - 1 retired
-            acc0 = issue4(acc0, live1, x0, x1, x2, x3, sa0, sa1, s2, d)
-            wgmma_commit()
-            wait1()                     # m-tile 1's group of k-tile c - 1 retired
-            acc1 = issue4(acc1, live1, y0, y1, y2, y3, sc0, sc1, s2, d)
-            wgmma_commit()
-            cur = ring_next(cur)
-            nxt = ring_next(nxt)
-            c = uint32(c + uint32(1))
-        wait0()
+        if live1:
+            acc0, acc1 = loop128(ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
+                                 mult1, hh, a, w, s, utid, avec, s2)
+        else:
+            acc0, acc1 = loop64(ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
+                                mult1, hh, a, w, s, utid, avec, s2)
         cp_wait0()                      # (only empty groups can be left)
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
         store_mtile(acc_tile, acc0, 0)

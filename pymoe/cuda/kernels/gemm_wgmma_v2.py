@@ -385,23 +385,35 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return ring_base, xoff, avec, on_input or not avec, uint32(tid)
 
     @cuda.jit(device=True, inline=True)
-    def ring_refill(c, nxt, ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
-                    mult1, hh, stager, a, w, s, utid, avec):
-        """The top of ring iteration c: this thread's copies of k-tile c landed,
-        the proxy fence where activations went through st.shared (the async
-        proxy, wgmma, sees them past the barrier), the barrier; then k-tile
-        c + ring - 2's copies into slot nxt, the one k-tile c - 2 was read from
-        (every warp retired that k-tile's wgmma before this barrier), as one
-        group (empty past the last k-tile: the group count stays)."""
+    def ring_wait(st_x):
+        """The top of a ring iteration: this thread's copies of its k-tile
+        landed, the proxy fence where activations went through st.shared (the
+        async proxy, wgmma, sees them past the barrier), the barrier."""
         cp_wait()
         if st_x:
             fence_proxy_async()
         cuda.syncthreads()
+
+    @cuda.jit(device=True, inline=True)
+    def ring_copy(c, nxt, ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh,
+                  stager, a, w, s, utid, avec):
+        """After iteration c's barrier: k-tile c + ring - 2's copies into slot nxt,
+        the one k-tile c - 2 was read from (every warp retired that k-tile's
+        wgmma before the barrier), as one group (empty past the last k-tile:
+        the group count stays)."""
         cs = uint32(c + uint32(ring - 2))
         if cs < uint32(kt_n):
             copy_ktile(cs, ring_base + nxt * uint32(SLOT), wb0, sb0, wb1, sb1, xoff, off,
                        mult, off1, mult1, hh, stager, a, w, s, utid, avec)
         cp_commit()
+
+    @cuda.jit(device=True, inline=True)
+    def ring_refill(c, nxt, ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
+                    mult1, hh, stager, a, w, s, utid, avec):
+        """ring_wait, then ring_copy: the top of ring iteration c."""
+        ring_wait(st_x)
+        ring_copy(c, nxt, ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh,
+                  stager, a, w, s, utid, avec)
 
     @cuda.jit(device=True, inline=True)
     def ring_next(i):
@@ -564,13 +576,16 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
             c = uint32(0)
             while c < uint32(kt_n):
-                # (every warp's wait_group 1 before k-tile c - 1's second m-tile
-                # retired k-tile c - 2's groups)
-                ring_refill(c, nxt, ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult,
-                            off1, mult1, hh, True, a, w, s, utid, avec)
+                ring_wait(st_x)
+                # k-tile c's weights and scales first: their shared loads do not
+                # queue behind the copies in the memory pipe
                 sc = ring_base + cur * uint32(SLOT)
                 x0, x1, x2, x3, sa0, sa1 = slot_words(sc, utid, 0)
                 y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
+                # (every warp's wait_group 1 before k-tile c - 1's second m-tile
+                # retired k-tile c - 2's groups)
+                ring_copy(c, nxt, ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
+                          mult1, hh, True, a, w, s, utid, avec)
                 d = dring + int64(cur * uint32(SLOT // 16))
                 wait1()                     # m-tile 0's group of k-tile c - 1 retired
                 acc0 = issue(acc0, x0, x1, x2, x3, sa0, sa1, s2, d)

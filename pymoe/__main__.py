@@ -226,7 +226,7 @@ def _check_args(ap, a) -> None:
 
 
 def main(argv=None) -> int:
-    from pymoe.geometry import BLOCK_SIZES, FORMATS, WGMMA_BLOCK_SIZES
+    from pymoe.geometry import BLOCK_SIZES, FORMATS
     ap = argparse.ArgumentParser(prog="python -m pymoe", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -268,9 +268,9 @@ def main(argv=None) -> int:
                     help="input sets cycled through (each its own graph)")
     bp.add_argument("--num-experts", type=_int_at_least(1), default=None,
                     help="fewer experts than the presets (a small machine)")
-    bp.add_argument("--block-size", type=int, choices=list(WGMMA_BLOCK_SIZES), default=None,
-                    help="pin the packed regime's block of routes (default: chosen per T; "
-                    "128 on the wgmma GEMM only)")
+    bp.add_argument("--block-size", type=int, choices=list(BLOCK_SIZES), default=None,
+                    help="pin the packed regime's block of routes (default: chosen per T, "
+                    "geometry.BLOCK_MAX_MEAN)")
     bp.add_argument("--decode-max-tokens", type=_int_at_least(0), default=None,
                     help="pin the decode regime's last T (0: every T packed; default: "
                     "Caps.decode_cut, from the layer's routed weight bytes)")

@@ -24,12 +24,11 @@ import math
 from dataclasses import dataclass
 
 __all__ = [
-    "BLOCK_SIZES", "BLOCK_FILL", "WGMMA_BLOCK_SIZES", "DECODE_MAX_TOKENS", "REGIMES", "FORMATS",
+    "BLOCK_SIZES", "BLOCK_MAX_MEAN", "DECODE_MAX_TOKENS", "REGIMES", "FORMATS",
     "ACTIVATIONS",
     "DTYPES", "W13_LAYOUTS", "ALIGN", "regime_for", "decode_route_limit", "select_block_size",
     "block_size_ranges", "reachable_block_sizes", "packed_slots", "num_blocks",
     "token_buckets", "scratch_shapes", "TensorShape", "LaunchKey", "launch_keys",
-    "gemm_block_sizes",
     "dequant_launch_key",
     "is_gated", "fc1_rows", "gate_rows", "scale_group", "num_scale_groups", "K_ALIGN",
     "padded_k", "GEMMS", "SWIGLUOAI_ALPHA", "SWIGLUOAI_LIMIT", "swiglu_params",
@@ -60,21 +59,30 @@ W13_LAYOUTS = ("gate_up", "up_gate", "interleaved")
 REGIMES = ("decode", "packed")
 
 # Routes per block of the packed regime.  8 is the n of an m16n8k16 mma (tokens
-# on the N side); 64 keeps a prefill tile's weight reuse high.
-BLOCK_SIZES = (8, 16, 32, 64)
-# The automatic B holds BLOCK_FILL x the mean routes an expert: the block GEMMs
-# decode every weight once a block, so an expert whose routes spill into a second
-# block pays its whole decode twice, while padding costs only tensor-core work,
-# which the wgmma GEMM has to spare (it runs at ~15% of the tensor peak).  With
-# 1, a Poisson(mean) expert takes ~1.5 blocks at mean = B; with 2, ~1.0.
-BLOCK_FILL = 2
-# The wgmma GEMM also takes blocks of 128 routes (m64n128: one decoded weight
-# serves twice the routes; the wide loop, WGMMA_V2_MTILES).  Only a pin
-# (Caps.block_size_m = 128, on the wgmma GEMM) uses it: 1.5% slower than the
-# automatic blocks at qwen3 T = 4096 (~256 routes an expert), 0.5% at gpt-oss
-# T = 4096 and far slower at T = 512 (padding; docs/performance.md, Speed II
-# step 13), so the automatic choice stays <= 64.
-WGMMA_BLOCK_SIZES = BLOCK_SIZES + (128,)
+# on the N side); 64 and 128 keep a prefill tile's weight reuse high (128: the
+# wgmma GEMM's wide loop, kernels/gemm_wgmma_v2.py).
+BLOCK_SIZES = (8, 16, 32, 64, 128)
+# The GEMMs on packed rows (mma, fma: the fallbacks) multiply up to this many
+# routes a CTA; a larger block takes one CTA a sub-block of as many
+# (gemm_cta_block; a padding-only one exits), so every GEMM takes every B.
+PACKED_ROWS_MAX_BLOCK = 64
+# The automatic B for a mean of ceil(T*k/Eg) routes an expert: the first B whose
+# BLOCK_MAX_MEAN[B] holds the mean (None: no limit).  Up to 64 a block holds
+# twice the mean: the block GEMMs decode every weight once a block, so an
+# expert whose routes spill into a second block pays its whole decode twice,
+# while padding costs only tensor-core work, which they have to spare (a
+# Poisson(mean) expert takes ~1.5 blocks at mean = B, ~1.0 at mean = B / 2).
+# 128 (one decoded weight serves twice the routes, 1 CTA an SM) pays once the
+# mean is past 64 (then an expert takes two blocks of 64 about as often as not).
+# H200 (graph, MXFP4 / bf16, us, pinned 64 / pinned 128, one run,
+# docs/performance.md Speed II step 14), by the mean routes an expert:
+#   qwen3-30b-a3b T = 1024 (mean 64) 556.0 / 587.1   1536 (96) 717.4 / 642.9
+#                 2048 (128) 853.4 / 839.0           4096 (256) 1462.3 / 1394.9
+#   gpt-oss-120b  T = 2048 (64) 2179.6 / 2230.7      3072 (96) 2903.2 / 2462.0
+#                 4096 (128) 3575.3 / 3337.9
+# so 128 from a mean of 72 (the differences, +2..6% at 64 and -10..15% at 96,
+# cross near 68-75; not measured in between).
+BLOCK_MAX_MEAN = {8: 4, 16: 8, 32: 16, 64: 71, 128: None}
 
 # T <= the cut runs the direct decode regime: no route packing; every CTA reads
 # topk_ids itself, takes one active expert and a few 16-row weight tiles of
@@ -158,9 +166,7 @@ WGMMA_V2_WARPGROUPS = {8: 2, 16: 2, 32: 2, 64: 2, 128: 2}
 # block's activations, fed WGMMA_V2_WIDE_RING - 2 k-tiles ahead by cp.async:
 # triton_kernels' Hopper MXFP4 tile (128 x 256 x 128, 1 CTA an SM: ncu,
 # performance.md Speed II step 13) on layout v2.  H200 (graph, MXFP4 / bf16,
-# us, auto blocks -> pinned 128): qwen3-30b-a3b T = 512 404.1 -> 526.1, 1024
-# 558.5 -> 611.2, 4096 1458.8 -> 1481.1; gpt-oss-120b 959.1 -> 1966.5, 1520.0
-# -> 2041.8, 3514.0 -> 3532.0: so it stays a pin (WGMMA_BLOCK_SIZES).
+# us, before the loop was built twice: BLOCK_MAX_MEAN has it now).
 WGMMA_V2_MTILES = {8: 1, 16: 1, 32: 1, 64: 1, 128: 2}
 WGMMA_V2_WIDE_RING = 6
 # ... capped in registers (PTX .maxnreg) so no key loses a CTA an SM to a few
@@ -379,16 +385,16 @@ def regime_for(num_tokens: int, top_k: int = 1, cut: int | None = None) -> str:
 
 def select_block_size(num_tokens: int, top_k: int, num_route_experts: int,
                       pin: int | None = None) -> int:
-    """Block size B for T tokens: the smallest allowed B holding BLOCK_FILL x the
-    mean routes per expert ceil(T*k/Eg), capped at the largest.  Monotone
-    non-decreasing in T, which is what lets ``block_size_ranges`` work in closed
-    form.  A pin wins.
+    """Block size B for T tokens: the first B whose BLOCK_MAX_MEAN holds the mean
+    routes an expert ceil(T*k/Eg).  Monotone non-decreasing in T, which is what
+    lets ``block_size_ranges`` work in closed form.  A pin wins.
     """
     if pin is not None:
         return pin
     mean = -(-(num_tokens * top_k) // num_route_experts)
     for b in BLOCK_SIZES:
-        if b >= BLOCK_FILL * mean:
+        cap = BLOCK_MAX_MEAN[b]
+        if cap is None or mean <= cap:
             return b
     return BLOCK_SIZES[-1]
 
@@ -398,8 +404,8 @@ def block_size_ranges(max_tokens: int, top_k: int, num_route_experts: int,
                       ) -> list[tuple[int, int, int]]:
     """[(B, t_lo, t_hi)] covering the packed-regime T in lo..max_tokens.
 
-    F ceil(T*k/Eg) <= B  <=>  ceil(T*k/Eg) <= B // F  <=>  T <= (B // F)*Eg // k
-    (F = BLOCK_FILL), so B's range ends there.
+    ceil(T*k/Eg) <= M  <=>  T*k <= M*Eg  <=>  T <= M*Eg // k  (M = BLOCK_MAX_MEAN[B]),
+    so B's range ends there.
     """
     if lo is None:
         lo = decode_max_tokens(top_k) + 1
@@ -410,8 +416,9 @@ def block_size_ranges(max_tokens: int, top_k: int, num_route_experts: int,
     out = []
     t = lo
     for b in BLOCK_SIZES:
-        hi = max_tokens if b == BLOCK_SIZES[-1] else min(
-            max_tokens, ((b // BLOCK_FILL) * num_route_experts) // top_k)
+        cap = BLOCK_MAX_MEAN[b]
+        hi = max_tokens if cap is None or b == BLOCK_SIZES[-1] else min(
+            max_tokens, (cap * num_route_experts) // top_k)
         if hi >= t:
             out.append((b, t, hi))
             t = hi + 1
@@ -534,11 +541,6 @@ class LaunchKey:
     gemm: str = ""
 
 
-def gemm_block_sizes(gemm: str) -> tuple[int, ...]:
-    """The blocks of routes a packed block GEMM takes (128: wgmma only)."""
-    return WGMMA_BLOCK_SIZES if gemm == "wgmma" else BLOCK_SIZES
-
-
 def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                 dtype: str, hidden_size: int, intermediate_size: int,
                 has_bias: bool, router_on_input: bool,
@@ -561,11 +563,8 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
         return (LaunchKey("decode_fc1", tile_n=half, **common),
                 LaunchKey("decode_fc2", tile_n=V2_TILE_ROWS, **common), combine)
     b = int(block)
-    if b not in gemm_block_sizes(gemm):
-        raise ValueError(f"block={b}: the {gemm!r} GEMM takes blocks of "
-                         f"{gemm_block_sizes(gemm)} routes "
-                         f"(128 needs the wgmma GEMM: an sm_90 GPU, PYMOE_GEMM=auto or "
-                         "wgmma, and scales it folds)")
+    if b not in BLOCK_SIZES:
+        raise ValueError(f"block={b}: the block GEMMs take blocks of {BLOCK_SIZES} routes")
     return (LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,
                       intermediate_size=0),
             LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation) * gemm_m_tiles(gemm, b),
@@ -606,6 +605,13 @@ def v2_cp_ring(block: int) -> bool:
     WGMMA_V2_CP_MAX_BLOCK; the wide loop of blocks of 128 too) rather than
     through registers."""
     return block <= WGMMA_V2_CP_MAX_BLOCK or WGMMA_V2_MTILES.get(block, 1) > 1
+
+
+def gemm_cta_block(gemm: str, block: int) -> int:
+    """Routes a packed fc1 / fc2 CTA multiplies: the block, or on the GEMMs that
+    read packed rows a sub-block of at most PACKED_ROWS_MAX_BLOCK (block //
+    gemm_cta_block CTAs a block, along the grid's y)."""
+    return block if gemm_reads_v2(gemm, block) else min(block, PACKED_ROWS_MAX_BLOCK)
 
 
 def gemm_max_regs(gemm: str, block: int) -> int | None:

@@ -79,9 +79,9 @@ class Caps:
             if getattr(self, n) % mult:
                 raise ValueError(f"Caps.{n}={getattr(self, n)}: must be a multiple of "
                                  f"{mult} for format={self.format!r}")
-        if self.block_size_m is not None and self.block_size_m not in geo.WGMMA_BLOCK_SIZES:
+        if self.block_size_m is not None and self.block_size_m not in geo.BLOCK_SIZES:
             raise ValueError(f"Caps.block_size_m={self.block_size_m!r}: expected None or "
-                             f"one of {geo.BLOCK_SIZES} (128 too, on the wgmma GEMM only)")
+                             f"one of {geo.BLOCK_SIZES}")
         if self.decode_max_tokens is not None:
             lim = geo.decode_route_limit(self.top_k)
             if (not isinstance(self.decode_max_tokens, int)
@@ -143,10 +143,7 @@ class Caps:
         GEMM in ``gemms`` (what prewarm resolves), in first-use order."""
         keys = []
         for reg, b, _lo, _hi in self.buckets():
-            gs = gemms[:1]
-            if reg == "packed":             # blocks of 128: only the GEMMs that take them
-                gs = [g for g in gemms if b in geo.gemm_block_sizes(g)] or gs
-            for g in gs:                    # (none: launch_keys says why)
+            for g in (gemms if reg == "packed" else gemms[:1]):
                 for k in self.launch_keys(reg, b, g):
                     if k not in keys:
                         keys.append(k)
@@ -175,9 +172,6 @@ class Caps:
         device and weights (``gemms``)."""
         if gemm is None:
             gemm = self.gemms(None, None)[0]
-            if (regime == "packed" and block not in geo.gemm_block_sizes(gemm)
-                    and env.gemm_variant() == "auto"):
-                gemm = "wgmma"                  # blocks of 128 exist on wgmma only
         return geo.launch_keys(regime, block, gemm=gemm, format=self.format,
                                activation=self.activation, dtype=self.dtype,
                                hidden_size=self.hidden_size,

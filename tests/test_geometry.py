@@ -98,7 +98,7 @@ def test_tiles_live_in_geometry():
         _, k1, k2, kc = geo.launch_keys("packed", 8, activation=act, **kw)
         assert (k1.tile_n, k2.tile_n, kc.tile_n) == (fc1_n, geo.FC2_TILE_N,
                                                       geo.COMBINE_TILE_N)
-        for b in geo.WGMMA_BLOCK_SIZES:             # the v2 GEMM's CTA: more warpgroups,
+        for b in geo.BLOCK_SIZES:                   # the v2 GEMM's CTA: more warpgroups,
             _, w1, w2, _ = geo.launch_keys("packed", b, activation=act,   # and blocks of
                                            **{**kw, "gemm": "wgmma"})     # 128 two m-tiles
             g = geo.gemm_warpgroups("wgmma", b)                           # a warpgroup
@@ -149,18 +149,29 @@ def test_route_pack_grid():
     assert geo.route_pack_grid(1000) == (1, 1024)
 
 
-def test_block_of_128_only_for_the_wgmma_gemm():
-    """Blocks of 128 routes exist for the wgmma GEMM only (a pin); the
-    other GEMMs refuse them by name before anything compiles."""
+def test_blocks_of_128_from_a_mean_of_128_routes_on_every_gemm():
+    """The automatic B follows BLOCK_MAX_MEAN: twice the mean up to 64, then 64
+    until the mean reaches 72 routes an expert, 128 from there.  Every GEMM
+    takes every B: the packed-row GEMMs (mma, fma) as CTAs of sub-blocks of
+    PACKED_ROWS_MAX_BLOCK, so their fc1 / fc2 keys and tiles are those of 64."""
+    means = {1: 8, 4: 8, 5: 16, 8: 16, 9: 32, 16: 32, 17: 64, 71: 64, 72: 128,
+             5000: 128}
+    for mean, b in means.items():
+        assert geo.select_block_size(mean * 8, 2, 16) == b, mean       # T k / Eg = mean
+    assert geo.block_size_ranges(4000, 4, 16, lo=1) == [
+        (8, 1, 16), (16, 17, 32), (32, 33, 64), (64, 65, 284), (128, 285, 4000)]
     kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
               intermediate_size=32, has_bias=False, router_on_input=False,
               swiglu_limit=None, swiglu_alpha=None)
-    assert geo.launch_keys("packed", 128, gemm="wgmma", **kw)[1].block == 128
-    for gemm in ("mma", "fma"):
-        with pytest.raises(ValueError, match=r"block=128: the '\w+' GEMM takes blocks of "
-                                             r"\(8, 16, 32, 64\).*128 needs the wgmma GEMM"):
-            geo.launch_keys("packed", 128, gemm=gemm, **kw)
-    assert max(geo.BLOCK_SIZES) == 64                 # the automatic choice is unchanged
+    for gemm in geo.GEMMS:
+        _, k1, k2, _ = geo.launch_keys("packed", 128, gemm=gemm, **kw)
+        _, s1, s2, _ = geo.launch_keys("packed", 64, gemm=gemm, **kw)
+        assert k1.block == k2.block == 128
+        cta = geo.gemm_cta_block(gemm, 128)
+        assert cta == (128 if gemm == "wgmma" else geo.PACKED_ROWS_MAX_BLOCK) and cta >= 64
+        if gemm != "wgmma":
+            assert (k1.tile_n, k2.tile_n) == (s1.tile_n, s2.tile_n)
+            assert geo.gemm_threads(gemm, 128) == geo.gemm_threads(gemm, 64)
 
 
 def test_default_decode_cut_follows_the_routed_weight_bytes():

@@ -337,15 +337,21 @@ def test_reachable_keys_cover_each_gemm_once(monkeypatch):
     assert len(two) == len(one) + 2 * len(packed)
     assert len(set(two)) == len(two)
     assert caps.launch_keys("packed", 8)[1].gemm == "mma"      # auto, seen from no device
-    b128 = pymoe.Caps(max_tokens=600, top_k=2, num_experts=8, hidden_size=64,
-                      intermediate_size=32, block_size_m=128)
-    assert b128.launch_keys("packed", 128)[1].gemm == "wgmma"  # 128 exists on wgmma only
-    assert {k.gemm for k in b128.reachable_keys(("wgmma", "mma")) if k.gemm} == {"wgmma"}
-    with pytest.raises(ValueError, match="128 needs the wgmma GEMM"):
-        b128.reachable_keys(("mma",))                           # e.g. not an sm_90 GPU
-    monkeypatch.setenv("PYMOE_GEMM", "mma")
-    with pytest.raises(ValueError, match="128 needs the wgmma GEMM"):
-        b128.launch_keys("packed", 128)
+    # blocks of 128 (auto from a mean of 72 routes an expert): every GEMM takes
+    # them, wgmma in one CTA, the packed-row GEMMs as CTAs of sub-blocks
+    wide = pymoe.Caps(max_tokens=600, top_k=2, num_experts=8, hidden_size=64,
+                      intermediate_size=32)
+    assert wide.block_size_for(285) == 128 and wide.block_size_for(284) == 64  # ceil(T k / E)
+    assert wide.launch_keys("packed", 128)[1].gemm == "mma"      # auto, seen from no device
+    assert {k.gemm for k in wide.reachable_keys(("wgmma", "mma")) if k.gemm} == {"wgmma",
+                                                                               "mma"}
+    assert [geo.gemm_cta_block(g, 128) for g in ("wgmma", "mma", "fma")] == [128, 64, 64]
+    assert [geo.gemm_cta_block(g, 32) for g in ("wgmma", "mma", "fma")] == [32, 32, 32]
+    with pytest.raises(ValueError, match=r"block=96: the block GEMMs take blocks of"):
+        geo.launch_keys("packed", 96, gemm="mma", format="mxfp4", activation="silu",
+                        dtype="bfloat16", hidden_size=64, intermediate_size=32,
+                        has_bias=False, router_on_input=False, swiglu_limit=None,
+                        swiglu_alpha=None)
 
 
 def test_check_packed_rows_refuses_gemms_that_read_them():
@@ -360,7 +366,7 @@ def test_check_packed_rows_refuses_gemms_that_read_them():
               swiglu_limit=None, swiglu_alpha=None)
     lean = SimpleNamespace(has_packed_rows=False)
     full = SimpleNamespace(has_packed_rows=True)
-    for b in geo.WGMMA_BLOCK_SIZES:
+    for b in geo.BLOCK_SIZES:
         check_packed_rows(lean, geo.launch_keys("packed", b, gemm="wgmma", **kw))
     check_packed_rows(lean, geo.launch_keys("decode", None, gemm="mma", **kw))
     for gemm, b in (("mma", 8), ("fma", 64), ("mma", 64)):

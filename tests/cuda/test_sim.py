@@ -23,6 +23,8 @@ CASES = [
     Case(1, 32, 16, 4, 2, ep=True, invalid=(-1, 8, 2**31 - 1), why="decode, map + invalid"),
     Case(3, 32, 16, 4, 2, ep=True, invalid=(-1, 8, 2**31 - 1), why="decode, T=3, map + invalid"),
     Case(66, 32, 16, 4, 1, invalid=(-1, 4), bias=True, why="packed regime (T past the decode cut)"),
+    Case(260, 32, 16, 2, 1, invalid=(-1,), why="blocks of 128 (a mean of ~130 routes an "
+         "expert): the fma GEMM in CTAs of 64-route sub-blocks, padding sub-blocks exit"),
     Case(20, 328, 40, 2, 2, why="decode ring: 6 k-tiles (warps take 2 or 1, the last guarded), "
          "~20 routes an expert (2 passes, two n-tiles), several row tiles a CTA"),
     Case(20, 344, 48, 2, 2, why="decode ring of row-tile pairs (fc1 6 and fc2 22 row tiles): "

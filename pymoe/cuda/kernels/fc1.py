@@ -1,10 +1,11 @@
 """FC1 kernel: packed routes x w13 + activation (launched by pymoe/cuda/fc1.py).
 
 Shape legend: T tokens, k top-k, R = T*k, E, H, I, F rows of w13, B block, S slots,
-TN = key.tile_n intermediate columns per CTA.
+TN = key.tile_n intermediate columns per CTA, Bc = geometry.gemm_cta_block routes
+a CTA (B, or a sub-block of it on the GEMMs that read packed rows).
 
-    grid (ceil(I/TN), S/B): CTA (n-tile, block b) computes, for the B slots of
-    block b (expert block_expert_ids[b]), the TN intermediate columns n0.. :
+    grid (ceil(I/TN), S/Bc): CTA (n-tile, sub-block c) computes, for the Bc slots
+    of c (expert block_expert_ids[c Bc // B]), the TN intermediate columns n0.. :
         intermediate[s, n] = round(act(W13[e] @ x[pri[s] // k] ...)), 0 in padding
 Blocks past the packed total (owner -1) write zeros.  FP4 is decoded per 32-value
 K chunk (in registers on tensor cores, in shared memory on CUDA cores); bf16
@@ -14,8 +15,8 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32, uint64
 
-from ...geometry import (LaunchKey, gemm_max_regs, gemm_m_tiles, gemm_reads_v2,
-                         gemm_threads, is_gated)
+from ...geometry import (LaunchKey, gemm_cta_block, gemm_max_regs, gemm_m_tiles,
+                         gemm_reads_v2, gemm_threads, is_gated)
 from .common import (TILE_ROWS, activation_code, make_fc1_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
@@ -26,7 +27,8 @@ __all__ = ["build"]
 
 def build(key: LaunchKey) -> KernelSpec:
     sh = shape_of(key, "w13")
-    b = key.block
+    b = gemm_cta_block(key.gemm, key.block)     # routes a CTA: the block or a sub-block
+    parts = key.block // b                      # CTAs a block (grid y: S / b)
     gemm = make_tile_gemm(key, sh, b, gather_tokens=True)
     consts, apply = make_fc1_epilogue_parts(key)
     _, store, _ = make_act_io(key.dtype)
@@ -47,8 +49,10 @@ def build(key: LaunchKey) -> KernelSpec:
     def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out):
         tid = cuda.threadIdx.x
         n0 = cuda.blockIdx.x * tn
-        blk = cuda.blockIdx.y
-        e = int64(beid[blk])
+        blk = cuda.blockIdx.y                   # the CTA's (sub-)block
+        e = int64(beid[blk // parts])
+        if parts > 1 and int64(pri[blk * b]) >= n_routes:
+            e = int64(-1)               # a sub-block of padding (routes fill from the front)
         if e < 0:
             for idx in range(tid, b * tn, nthr):
                 n = n0 + idx % tn

@@ -4,7 +4,7 @@ pymoe/cuda/fc2.py.
 
 Shape legend: T tokens, k top-k, R = T*k, E, H, I, B block, S slots, TN = key.tile_n.
 
-    fc2      grid (ceil(H/TN), S/B): route_out[pri[s], n] = w * (W2[e] @ a[s] * g2 + b2)
+    fc2      grid (ceil(H/TN), S/Bc) (Bc: geometry.gemm_cta_block): route_out[pri[s], n] = w * (W2[e] @ a[s] * g2 + b2)
     combine  grid (ceil(H/TN), T):   y[t, n] = round(sum_{j valid} route_out[t*k+j, n])
              (TN / COMBINE_VEC threads, COMBINE_VEC columns each)
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32, uint64
 
-from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_max_regs,
-                         gemm_m_tiles, gemm_reads_v2, gemm_threads)
+from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_cta_block,
+                         gemm_max_regs, gemm_m_tiles, gemm_reads_v2, gemm_threads)
 from .common import (TILE_ROWS, activation_code, make_fc2_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
@@ -26,7 +26,8 @@ __all__ = ["build", "build_combine"]
 
 def build(key: LaunchKey) -> KernelSpec:
     sh = shape_of(key, "w2")
-    b = key.block
+    b = gemm_cta_block(key.gemm, key.block)     # routes a CTA: the block or a sub-block
+    parts = key.block // b                      # CTAs a block (grid y: S / b)
     gemm = make_tile_gemm(key, sh, b, gather_tokens=False)
     hid = key.hidden_size
     consts, apply = make_fc2_epilogue_parts(key)
@@ -44,8 +45,10 @@ def build(key: LaunchKey) -> KernelSpec:
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, lut, g2, b2, route_out):
         tid = cuda.threadIdx.x
         n0 = cuda.blockIdx.x * tn
-        blk = cuda.blockIdx.y
-        e = int64(beid[blk])
+        blk = cuda.blockIdx.y                   # the CTA's (sub-)block
+        e = int64(beid[blk // parts])
+        if parts > 1 and int64(pri[blk * b]) >= n_routes:
+            e = int64(-1)               # a sub-block of padding (routes fill from the front)
         if e < 0:
             return
         acc = cuda.shared.array(acc_shape, float32)     # (0: dynamic)

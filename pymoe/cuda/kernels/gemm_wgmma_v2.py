@@ -416,6 +416,16 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                   stager, a, w, s, utid, avec)
 
     @cuda.jit(device=True, inline=True)
+    def ring_start(ring_base):
+        """(dring, cur, nxt, c): the ring's first image descriptor, the slots of
+        k-tiles 0 and ring - 2, and k-tile 0.  Descriptors: the start address is
+        the low 14 bits (16-byte units) and shared addresses stay below 256 KB,
+        so a slot's image descriptor is the first one's plus the slot's offset /
+        16, no carry out of the field."""
+        return (wgmma_desc(ring_base + uint32(WSLOT + SSLOT), LBO, SBO), uint32(0),
+                uint32(ring - 2), uint32(0))
+
+    @cuda.jit(device=True, inline=True)
     def ring_next(i):
         """The ring slot after slot i."""
         return uint32(0) if i == uint32(ring - 1) else uint32(i + uint32(1))
@@ -450,13 +460,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         ring_prologue(ring_base, wb, sb, wb, sb, xoff, off, mult, off, mult, hh, stager,
                       a, w, s, utid, avec, s2, lut, tid)
         acc = fill(float32(0.0))
-        # descriptors: the start address is the low 14 bits (16-byte units) and
-        # shared addresses stay below 256 KB, so a slot's image descriptor is the
-        # first one's plus the slot's offset / 16, no carry out of the field
-        dring = wgmma_desc(ring_base + uint32(WSLOT + SSLOT), LBO, SBO)
-        cur = uint32(0)                 # ring slot of k-tile c
-        nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
-        c = uint32(0)
+        dring, cur, nxt, c = ring_start(ring_base)     # slots of k-tiles c, c + ring - 2
         while c < uint32(kt_n):
             # (every warp's wait_group 0 in k-tile c - 1 retired k-tile c - 2's wgmma)
             ring_refill(c, nxt, ring_base, st_x, wb, sb, wb, sb, xoff, off, mult, off, mult,
@@ -571,10 +575,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                  w, s, utid, avec, s2):
             acc0 = fill_n(float32(0.0))
             acc1 = fill_n(float32(0.0))
-            dring = wgmma_desc(ring_base + uint32(WSLOT + SSLOT), LBO, SBO)
-            cur = uint32(0)                 # ring slot of k-tile c
-            nxt = uint32(ring - 2)          # ring slot of k-tile c + ring - 2
-            c = uint32(0)
+            dring, cur, nxt, c = ring_start(ring_base)  # slots of k-tiles c, c + ring - 2
             while c < uint32(kt_n):
                 ring_wait(st_x)
                 # k-tile c's weights and scales first: their shared loads do not

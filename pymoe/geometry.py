@@ -165,8 +165,8 @@ WGMMA_V2_WARPGROUPS = {8: 2, 16: 2, 32: 2, 64: 2, 128: 2}
 # registers a thread, one CTA an SM), 256 weight rows a CTA on one image of the
 # block's activations, fed WGMMA_V2_WIDE_RING - 2 k-tiles ahead by cp.async:
 # triton_kernels' Hopper MXFP4 tile (128 x 256 x 128, 1 CTA an SM: ncu,
-# performance.md Speed II step 13) on layout v2.  H200 (graph, MXFP4 / bf16,
-# us, before the loop was built twice: BLOCK_MAX_MEAN has it now).
+# performance.md Speed II step 13) on layout v2; where it pays against blocks
+# of 64: BLOCK_MAX_MEAN.
 WGMMA_V2_MTILES = {8: 1, 16: 1, 32: 1, 64: 1, 128: 2}
 WGMMA_V2_WIDE_RING = 6
 # ... capped in registers (PTX .maxnreg) so no key loses a CTA an SM to a few

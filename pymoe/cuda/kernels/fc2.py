@@ -4,7 +4,8 @@ pymoe/cuda/fc2.py.
 
 Shape legend: T tokens, k top-k, R = T*k, E, H, I, B block, S slots, TN = key.tile_n.
 
-    fc2      grid (ceil(H/TN), S/Bc) (Bc: geometry.gemm_cta_block): route_out[pri[s], n] = w * (W2[e] @ a[s] * g2 + b2)
+    fc2      grid (ceil(H/TN), S/Bc): route_out[pri[s], n] = w * (W2[e] @ a[s] * g2 + b2)
+             (Bc = geometry.gemm_cta_block routes a CTA: B, or a sub-block of it)
     combine  grid (ceil(H/TN), T):   y[t, n] = round(sum_{j valid} route_out[t*k+j, n])
              (TN / COMBINE_VEC threads, COMBINE_VEC columns each)
 """

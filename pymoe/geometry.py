@@ -39,6 +39,7 @@ __all__ = [
     "WGMMA_V2_RING", "WGMMA_V2_REG_RING", "WGMMA_V2_CP_MAX_BLOCK", "v2_cp_ring",
     "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
     "WGMMA_V2_WARPGROUPS", "WGMMA_V2_MTILES", "WGMMA_V2_WIDE_RING", "gemm_m_tiles",
+    "gemm_cta_block", "gemm_block_ctas",
     "gemm_warpgroups", "gemm_threads", "gemm_max_regs", "WGMMA_FOLD_BYTES",
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
@@ -612,6 +613,11 @@ def gemm_cta_block(gemm: str, block: int) -> int:
     read packed rows a sub-block of at most PACKED_ROWS_MAX_BLOCK (block //
     gemm_cta_block CTAs a block, along the grid's y)."""
     return block if gemm_reads_v2(gemm, block) else min(block, PACKED_ROWS_MAX_BLOCK)
+
+
+def gemm_block_ctas(gemm: str, block: int) -> int:
+    """CTAs a block of a packed fc1 / fc2 grid (along y): 1, or its sub-blocks."""
+    return block // gemm_cta_block(gemm, block)
 
 
 def gemm_max_regs(gemm: str, block: int) -> int | None:

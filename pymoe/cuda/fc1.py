@@ -6,7 +6,7 @@ kernel is pymoe/cuda/kernels/fc1.py.  ``experts`` are DeviceWeights
 """
 from __future__ import annotations
 
-from ..geometry import LaunchKey, gemm_cta_block, gemm_reads_v2
+from ..geometry import LaunchKey, gemm_block_ctas, gemm_reads_v2
 from ..plan import check_packed_rows
 from .kernels.common import activation_arg
 from .device_weights import check_gemm_scales
@@ -23,7 +23,7 @@ def prepare_fc1(x, experts, topk_weights, packed_route_indices, block_expert_ids
     v2 = gemm_reads_v2(key.gemm, key.block)
     return kern.prepare(
         (-(-experts.intermediate_size // key.tile_n),
-         block_expert_ids.size * (key.block // gemm_cta_block(key.gemm, key.block))),
+         block_expert_ids.size * gemm_block_ctas(key.gemm, key.block)),
         (activation_arg(kern, x), packed_route_indices, block_expert_ids,
          x.shape[0] * top_k, top_k, topk_weights,
          experts.w13_v2 if v2 else experts.w13_words,

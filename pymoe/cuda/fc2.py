@@ -8,7 +8,7 @@ The kernels are pymoe/cuda/kernels/fc2.py.
 """
 from __future__ import annotations
 
-from ..geometry import LaunchKey, gemm_cta_block, gemm_reads_v2
+from ..geometry import LaunchKey, gemm_block_ctas, gemm_reads_v2
 from ..plan import check_packed_rows
 from .kernels.common import activation_arg
 from .kernels.routes import route_args
@@ -27,7 +27,7 @@ def prepare_fc2(intermediate, experts, topk_weights, packed_route_indices, block
     # top_k is an fc1 argument of the shared block GEMM; fc2 reads slot rows, not tokens
     return kern.prepare(
         (-(-experts.hidden_size // key.tile_n),
-         block_expert_ids.size * (key.block // gemm_cta_block(key.gemm, key.block))),
+         block_expert_ids.size * gemm_block_ctas(key.gemm, key.block)),
         (activation_arg(kern, intermediate), packed_route_indices, block_expert_ids,
          route_out.shape[0], 1, topk_weights,
          experts.w2_v2 if v2 else experts.w2_words,

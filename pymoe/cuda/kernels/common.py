@@ -20,15 +20,16 @@ import numpy as np
 from numba import cuda, float32, int64, uint32
 
 from ... import formats
-from ...geometry import (GEMM_THREADS, GEMM_TILE_ROWS, LaunchKey, fc1_rows, is_gated,
-                         padded_k)
+from ...geometry import (GEMM_THREADS, GEMM_TILE_ROWS, LaunchKey, fc1_rows, gemm_block_ctas,
+                         gemm_cta_block, is_gated, padded_k)
 from .intrinsics import SIM, act_code, as_bits, as_float, f32_to_bf16, fp4_quarters, sigmoid
 from .ptx import f2h, h2f
 
 __all__ = ["scale_lut", "Shape", "shape_of", "fill_tables",
            "make_fc1_epilogue", "make_fc1_epilogue_parts", "make_pair16", "make_round_pair",
            "make_fc2_epilogue", "make_fc2_epilogue_parts", "make_row_map", "tile_roles",
-           "activation_code", "activation_arg", "SROW", "M126", "M14", "make_decoder"]
+           "activation_code", "activation_arg", "SROW", "M126", "M14", "make_decoder",
+           "make_cta_expert"]
 
 THREADS = GEMM_THREADS
 TILE_ROWS = GEMM_TILE_ROWS
@@ -289,3 +290,21 @@ def make_decoder(dtype: str):
                     ((w << uint32(9)) & mag) | ((w << uint32(6)) & sgn),
                     ((w >> uint32(3)) & mag) | ((w << uint32(4)) & sgn))
     return decode
+
+
+def make_cta_expert(key: LaunchKey):
+    """cta_expert(beid, pri, c, n_routes) -> the expert of packed fc1 / fc2 CTA
+    c's (sub-)block (grid y: geometry.gemm_block_ctas CTAs a block), or -1: the
+    block is past the packed total (owner -1), or the sub-block is all padding
+    (its first slot is: an expert's routes fill its blocks from the front)."""
+    sub = gemm_cta_block(key.gemm, key.block)
+    parts = gemm_block_ctas(key.gemm, key.block)
+
+    @cuda.jit(device=True, inline=True)
+    def cta_expert(beid, pri, c, n_routes):
+        e = int64(beid[c // parts])
+        if parts > 1 and int64(pri[c * sub]) >= n_routes:
+            e = int64(-1)
+        return e
+
+    return cta_expert

@@ -15,7 +15,8 @@ from numba import cuda, float32, int32, int64, uint32, uint64
 
 from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_cta_block,
                          gemm_max_regs, gemm_m_tiles, gemm_reads_v2, gemm_threads)
-from .common import (TILE_ROWS, activation_code, make_fc2_epilogue_parts, shape_of)
+from .common import (TILE_ROWS, activation_code, make_cta_expert, make_fc2_epilogue_parts,
+                     shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
 from .ptx import pdl_wait
@@ -28,7 +29,7 @@ __all__ = ["build", "build_combine"]
 def build(key: LaunchKey) -> KernelSpec:
     sh = shape_of(key, "w2")
     b = gemm_cta_block(key.gemm, key.block)     # routes a CTA: the block or a sub-block
-    parts = key.block // b                      # CTAs a block (grid y: S / b)
+    cta_expert = make_cta_expert(key)
     gemm = make_tile_gemm(key, sh, b, gather_tokens=False)
     hid = key.hidden_size
     consts, apply = make_fc2_epilogue_parts(key)
@@ -47,9 +48,7 @@ def build(key: LaunchKey) -> KernelSpec:
         tid = cuda.threadIdx.x
         n0 = cuda.blockIdx.x * tn
         blk = cuda.blockIdx.y                   # the CTA's (sub-)block
-        e = int64(beid[blk // parts])
-        if parts > 1 and int64(pri[blk * b]) >= n_routes:
-            e = int64(-1)               # a sub-block of padding (routes fill from the front)
+        e = cta_expert(beid, pri, blk, n_routes)
         if e < 0:
             return
         acc = cuda.shared.array(acc_shape, float32)     # (0: dynamic)

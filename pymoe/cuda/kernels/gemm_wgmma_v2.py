@@ -73,7 +73,7 @@ rows are past the outputs, which the epilogues never read.
 """
 from __future__ import annotations
 
-from numba import cuda, float32, int32, int64, uint32
+from numba import cuda, float32, int32, int64, uint32, uint64
 
 from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_MTILES, WGMMA_V2_REG_RING, WGMMA_V2_RING,
                          WGMMA_V2_WIDE_RING, LaunchKey, gemm_m_tiles, gemm_threads,
@@ -186,19 +186,19 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     route_row = make_route_row(key, block, gather_tokens)
 
     @cuda.jit(device=True, inline=True)
-    def copy_w(c, slot, wb, sb, w, s, tid, i):
-        """cp.async k-tile c's 16 weight bytes and scale word(s) of this lane's
-        m-tile i into ring slot ``slot`` (shared address), c clamped to the last
-        k-tile."""
-        cc = uint32(min(c, uint32(kt_n - 1)))           # 32-bit: no 64-bit clamp
+    def copy_w(c, slot, gw, gs, tid, i):
+        """cp.async k-tile c's (< kt_n) 16 weight bytes and scale word(s) of this
+        lane's m-tile i into ring slot ``slot`` (shared address), from the global
+        addresses gw, gs of its k-tile 0 (lane_addrs): one wide multiply-add
+        each."""
         cp_async16_g(slot + uint32(i * nthr * 16) + uint32(16) * tid,
-                     gaddr(w, wb + int64(uint32(cc * uint32(KT_WORDS)))))
-        so = sb + int64(uint32(cc * uint32(sw)))
+                     gw + uint64(c) * uint64(4 * KT_WORDS))
+        ga = gs + uint64(c) * uint64(4 * sw)
         ss = slot + uint32(WSLOT + i * nthr * 4 * swl)
         if nv:                                          # rows g and g + 8
-            cp_async8_g(ss + uint32(8) * tid, gaddr(s, so))
+            cp_async8_g(ss + uint32(8) * tid, ga)
         else:                                           # both rows in one word
-            cp_async4_g(ss + uint32(4) * tid, gaddr(s, so))
+            cp_async4_g(ss + uint32(4) * tid, ga)
 
     @cuda.jit(device=True, inline=True)
     def a_regs(ww, st, sa, sc, s2):
@@ -248,7 +248,17 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return x0, x1, x2, x3, x4, x5, x6, x7
 
     @cuda.jit(device=True, inline=True)
-    def stage_x(c, row, off, q, mult, a, avec):
+    def route_src(off, mult, q, a):
+        """A staging thread's route: (off, mult) as route_row gives them, and for
+        the cp.async copies the global address of chunk q of its row at k-tile 0
+        (0 in padding)."""
+        xa = uint64(0)
+        if off >= 0:
+            xa = uint64(gaddr(a, off + int64(4) * int64(q)))
+        return off, mult, xa
+
+    @cuda.jit(device=True, inline=True)
+    def stage_x(c, row, rsrc, q, a, avec):
         """Thread q's quarter of k-tile c of one route row into the image, whose
         route row starts at shared address row (k-step s's core rows at + s step_b
         and + s step_b + LBO).  By cp.async (zero-filling: padding and past K read
@@ -258,7 +268,11 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         skips L1: a sector split between two copies is read twice from L2).  When
         the values must be scaled (router weight on the input) or the base is not
         16-byte aligned: k-step q, loaded, scaled and stored here (the next
-        barrier's proxy fence covers the stores)."""
+        barrier's proxy fence covers the stores).  rsrc: route_src's tuple.  A
+        padding route's copies are skipped: its image columns keep stale values,
+        which reach only its own accumulator columns (wgmma's N side), never
+        read."""
+        off, mult, xa = rsrc
         if on_input or not avec:
             x0, x1, x2, x3, x4, x5, x6, x7 = load_x(c, off, q, mult, a, avec)
             r = row + q * uint32(step_b)
@@ -266,13 +280,17 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             sts4(r + uint32(LBO), x4, x5, x6, x7)
         else:
             r = row + (q >> uint32(1)) * uint32(step_b) + (q & uint32(1)) * uint32(LBO)
-            k0 = uint32(c * uint32(64) + uint32(8) * q)        # chunk q's first k
-            ok = off >= 0 and k0 < uint32(kdim)
-            src = off + int64(uint32(c * uint32(32) + uint32(4) * q)) if ok else int64(0)
-            cp_async16_z(r, gaddr(a, src), uint32(16) if ok else uint32(0))
-            ok1 = off >= 0 and uint32(k0 + uint32(32)) < uint32(kdim)     # chunk q + 4
-            cp_async16_z(r + uint32(2 * step_b), gaddr(a, src + 16 if ok1 else src),
-                         uint32(16) if ok1 else uint32(0))
+            ga = xa + uint64(c) * uint64(128)                   # chunk q of k-tile c
+            if off >= 0 and kw_tail:        # chunks q, q + 4 past K: zeros, not read
+                k0 = uint32(c * uint32(64) + uint32(8) * q)
+                ok = k0 < uint32(kdim)
+                ok1 = uint32(k0 + uint32(32)) < uint32(kdim)
+                cp_async16_z(r, ga if ok else xa, uint32(16) if ok else uint32(0))
+                cp_async16_z(r + uint32(2 * step_b), ga + uint64(64) if ok1 else xa,
+                             uint32(16) if ok1 else uint32(0))
+            elif off >= 0:
+                cp_async16_g(r, ga)
+                cp_async16_g(r + uint32(2 * step_b), ga + uint64(64))
 
     @cuda.jit(device=True, inline=True)
     def ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, slot16):
@@ -334,6 +352,12 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return (warp // 4) * mt + i
 
     @cuda.jit(device=True, inline=True)
+    def lane_addrs(e, n0, j, i, w, s):
+        """lane_bases as the global addresses (uint64) of k-tile 0's words."""
+        wb, sb = lane_bases(e, n0, j, i)
+        return uint64(gaddr(w, wb)), uint64(gaddr(s, sb))
+
+    @cuda.jit(device=True, inline=True)
     def lane_bases(e, n0, j, i):
         """(wb, sb): thread j's first weight word and scale word(s) of its m-tile
         i's v2 row tile (row tile 4 (n0 / tn + m_tile(warp, i)) + warp % 4 of
@@ -347,27 +371,29 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return tix * KT_WORDS + lane * 4, tix * sw + (2 * g if nv else g)
 
     @cuda.jit(device=True, inline=True)
-    def copy_ktile(c, sl, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh, stager,
-                   a, w, s, utid, avec):
-        """The cp.async copies of k-tile c into ring slot sl: this thread's
-        weights and scale word(s) of each m-tile, and (stager) its quarter of
-        route m's activations (wide: of routes m and m + 64 too), uncommitted."""
-        copy_w(c, sl, wb0, sb0, w, s, utid, 0)
+    def copy_ktile(c, sl, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, stager, a, utid, avec):
+        """The cp.async copies of k-tile c (< kt_n) into ring slot sl: this
+        thread's weights and scale word(s) of each m-tile, and (stager) its
+        quarter of route m's activations (wide: of routes m and m + 64 too;
+        r0, r1: route_src), uncommitted."""
+        copy_w(c, sl, gw0, gs0, utid, 0)
         if wide:
-            copy_w(c, sl, wb1, sb1, w, s, utid, 1)
+            copy_w(c, sl, gw1, gs1, utid, 1)
         if stager:
-            stage_x(c, sl + xoff, off, hh, mult, a, avec)
+            stage_x(c, sl + xoff, r0, hh, a, avec)
             if wide:
-                stage_x(c, sl + xoff + uint32(HALF), off1, hh, mult1, a, avec)
+                stage_x(c, sl + xoff + uint32(HALF), r1, hh, a, avec)
 
     @cuda.jit(device=True, inline=True)
-    def ring_prologue(ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh,
-                      stager, a, w, s, utid, avec, s2, lut, tid):
-        """The copies of k-tiles 0 .. ring - 3, one group each, then the scale
-        table (the first iteration's barrier publishes it)."""
+    def ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, stager, a, utid,
+                      avec, s2, lut, tid):
+        """The copies of k-tiles 0 .. ring - 3 (those < kt_n), one group each
+        (empty past kt_n: the group count stays), then the scale table (the
+        first iteration's barrier publishes it)."""
         for c0 in range(ring - 2):
-            copy_ktile(uint32(c0), ring_base + uint32(c0 * SLOT), wb0, sb0, wb1, sb1, xoff,
-                       off, mult, off1, mult1, hh, stager, a, w, s, utid, avec)
+            if c0 < kt_n:
+                copy_ktile(uint32(c0), ring_base + uint32(c0 * SLOT), gw0, gs0, gw1, gs1,
+                           xoff, r0, r1, hh, stager, a, utid, avec)
             cp_commit()
         for i in range(tid, 256, nthr):
             s2[i] = pair16(lut[i] * float32(4.0) * tmul)
@@ -395,25 +421,25 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         cuda.syncthreads()
 
     @cuda.jit(device=True, inline=True)
-    def ring_copy(c, nxt, ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh,
-                  stager, a, w, s, utid, avec):
+    def ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, stager, a, utid,
+                  avec):
         """After iteration c's barrier: k-tile c + ring - 2's copies into slot nxt,
         the one k-tile c - 2 was read from (every warp retired that k-tile's
         wgmma before the barrier), as one group (empty past the last k-tile:
         the group count stays)."""
         cs = uint32(c + uint32(ring - 2))
         if cs < uint32(kt_n):
-            copy_ktile(cs, ring_base + nxt * uint32(SLOT), wb0, sb0, wb1, sb1, xoff, off,
-                       mult, off1, mult1, hh, stager, a, w, s, utid, avec)
+            copy_ktile(cs, ring_base + nxt * uint32(SLOT), gw0, gs0, gw1, gs1, xoff, r0, r1,
+                       hh, stager, a, utid, avec)
         cp_commit()
 
     @cuda.jit(device=True, inline=True)
-    def ring_refill(c, nxt, ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
-                    mult1, hh, stager, a, w, s, utid, avec):
+    def ring_refill(c, nxt, ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, stager,
+                    a, utid, avec):
         """ring_wait, then ring_copy: the top of ring iteration c."""
         ring_wait(st_x)
-        ring_copy(c, nxt, ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh,
-                  stager, a, w, s, utid, avec)
+        ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, stager, a, utid,
+                  avec)
 
     @cuda.jit(device=True, inline=True)
     def ring_start(ring_base):
@@ -448,7 +474,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
         tid = cuda.threadIdx.x
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
-        wb, sb = lane_bases(e, n0, tid, 0)
+        gw, gs = lane_addrs(e, n0, tid, 0, w, s)
         m = tid >> 2                    # threads 4m .. 4m + 3 stage route m,
         hh = uint32(tid & 3)            # a quarter each (stage_x)
         stager = tid < 4 * b
@@ -456,15 +482,16 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         mult = float32(1.0)
         if stager:
             off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
+        r0 = route_src(off, mult, hh, a)
         ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
-        ring_prologue(ring_base, wb, sb, wb, sb, xoff, off, mult, off, mult, hh, stager,
-                      a, w, s, utid, avec, s2, lut, tid)
+        ring_prologue(ring_base, gw, gs, gw, gs, xoff, r0, r0, hh, stager, a, utid, avec,
+                      s2, lut, tid)
         acc = fill(float32(0.0))
         dring, cur, nxt, c = ring_start(ring_base)     # slots of k-tiles c, c + ring - 2
         while c < uint32(kt_n):
             # (every warp's wait_group 0 in k-tile c - 1 retired k-tile c - 2's wgmma)
-            ring_refill(c, nxt, ring_base, st_x, wb, sb, wb, sb, xoff, off, mult, off, mult,
-                        hh, stager, a, w, s, utid, avec)
+            ring_refill(c, nxt, ring_base, st_x, gw, gs, gw, gs, xoff, r0, r0, hh, stager, a,
+                        utid, avec)
             wa0, wa1, wa2, wa3, sa0, sa1 = slot_words(ring_base + cur * uint32(SLOT), utid, 0)
             acc = ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, SLOT // 16)
             cur = ring_next(cur)
@@ -571,8 +598,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         pad = keep if full else widen
 
         @cuda.jit(device=True, inline=True)
-        def loop(ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh, a,
-                 w, s, utid, avec, s2):
+        def loop(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, a, utid, avec, s2):
             acc0 = fill_n(float32(0.0))
             acc1 = fill_n(float32(0.0))
             dring, cur, nxt, c = ring_start(ring_base)  # slots of k-tiles c, c + ring - 2
@@ -585,8 +611,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
                 # (every warp's wait_group 1 before k-tile c - 1's second m-tile
                 # retired k-tile c - 2's groups)
-                ring_copy(c, nxt, ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
-                          mult1, hh, True, a, w, s, utid, avec)
+                ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, True, a,
+                          utid, avec)
                 d = dring + int64(cur * uint32(SLOT // 16))
                 wait1()                     # m-tile 0's group of k-tile c - 1 retired
                 acc0 = issue(acc0, x0, x1, x2, x3, sa0, sa1, s2, d)
@@ -621,22 +647,24 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         other's runs."""
         tid = cuda.threadIdx.x
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
-        wb0, sb0 = lane_bases(e, n0, tid, 0)
-        wb1, sb1 = lane_bases(e, n0, tid, 1)
+        gw0, gs0 = lane_addrs(e, n0, tid, 0, w, s)
+        gw1, gs1 = lane_addrs(e, n0, tid, 1, w, s)
         m = tid >> 2                    # threads 4m .. 4m + 3 stage routes m and
         hh = uint32(tid & 3)            # m + 64, a quarter each (stage_x)
         off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
         off1, mult1 = route_row(blk, m + 64, pri, n_routes, top_k, tw)
+        r0 = route_src(off, mult, hh, a)
+        r1 = route_src(off1, mult1, hh, a)
         live1 = int64(pri[blk * b + 64]) < n_routes     # (uniform) routes 64.. hold one
         ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
-        ring_prologue(ring_base, wb0, sb0, wb1, sb1, xoff, off, mult, off1, mult1, hh, True,
-                      a, w, s, utid, avec, s2, lut, tid)
+        ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, True, a, utid, avec,
+                      s2, lut, tid)
         if live1:
-            acc0, acc1 = loop128(ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
-                                 mult1, hh, a, w, s, utid, avec, s2)
+            acc0, acc1 = loop128(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, a,
+                                 utid, avec, s2)
         else:
-            acc0, acc1 = loop64(ring_base, st_x, wb0, sb0, wb1, sb1, xoff, off, mult, off1,
-                                mult1, hh, a, w, s, utid, avec, s2)
+            acc0, acc1 = loop64(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, a,
+                                utid, avec, s2)
         cp_wait0()                      # (only empty groups can be left)
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
         store_mtile(acc_tile, acc0, 0)

@@ -39,7 +39,7 @@ __all__ = [
     "WGMMA_V2_RING", "WGMMA_V2_REG_RING", "WGMMA_V2_CP_MAX_BLOCK", "v2_cp_ring",
     "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
     "WGMMA_V2_WARPGROUPS", "WGMMA_V2_MTILES", "WGMMA_V2_WIDE_RING", "gemm_m_tiles",
-    "gemm_cta_block", "gemm_block_ctas",
+    "PACKED_ROWS_MAX_BLOCK", "MMA_MAX_REGS", "gemm_cta_block", "gemm_block_ctas",
     "gemm_warpgroups", "gemm_threads", "gemm_max_regs", "WGMMA_FOLD_BYTES",
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
@@ -67,6 +67,13 @@ BLOCK_SIZES = (8, 16, 32, 64, 128)
 # routes a CTA; a larger block takes one CTA a sub-block of as many
 # (gemm_cta_block; a padding-only one exits), so every GEMM takes every B.
 PACKED_ROWS_MAX_BLOCK = 64
+# The mma GEMM's register cap (PTX .maxnreg) on blocks of 128 (its sub-blocks of
+# 64): CTAs of 128 threads, 128 -> 4 CTAs an SM.  ptxas alone gave fc2 130 there
+# (qwen3; gpt-oss fc1 / fc2 130 at 64 too): 3 CTAs an SM, qwen3 T = 4096 fc2
+# 1.46 ms at B = 64 -> 1.85 ms at 128 (ncu).  H200, PYMOE_GEMM=mma, T = 4096
+# (us, uncapped / capped): qwen3 4654 / 4395, gpt-oss 13011 / 11966.  Smaller
+# blocks (up to 102 registers, and 128 at qwen3's 64) keep ptxas's choice.
+MMA_MAX_REGS = 128
 # The automatic B for a mean of ceil(T*k/Eg) routes an expert: the first B whose
 # BLOCK_MAX_MEAN[B] holds the mean (None: no limit).  Up to 64 a block holds
 # twice the mean: the block GEMMs decode every weight once a block, so an
@@ -622,8 +629,11 @@ def gemm_block_ctas(gemm: str, block: int) -> int:
 
 def gemm_max_regs(gemm: str, block: int) -> int | None:
     """The register cap (PTX .maxnreg) of a packed fc1 / fc2 kernel: the v2
-    GEMM's WGMMA_V2_MAX_REGS by block, None (ptxas decides) for the others."""
-    return WGMMA_V2_MAX_REGS[block] if gemm_reads_v2(gemm, block) else None
+    GEMM's WGMMA_V2_MAX_REGS by block, MMA_MAX_REGS for mma's blocks of 128,
+    None (ptxas decides) for the others."""
+    if gemm_reads_v2(gemm, block):
+        return WGMMA_V2_MAX_REGS[block]
+    return MMA_MAX_REGS if gemm == "mma" and block == 128 else None
 
 
 def gemm_warpgroups(gemm: str, block: int) -> int:

@@ -172,6 +172,10 @@ def test_blocks_of_128_from_a_mean_of_128_routes_on_every_gemm():
         if gemm != "wgmma":
             assert (k1.tile_n, k2.tile_n) == (s1.tile_n, s2.tile_n)
             assert geo.gemm_threads(gemm, 128) == geo.gemm_threads(gemm, 64)
+            # mma's 128 capped so that 4 CTAs of 128 threads share an SM's registers
+            assert geo.gemm_max_regs(gemm, 128) == (geo.MMA_MAX_REGS if gemm == "mma" else None)
+            assert geo.gemm_max_regs(gemm, 64) is None
+    assert geo.MMA_MAX_REGS * geo.gemm_threads("mma", 64) * 4 <= 64 * 1024
 
 
 def test_default_decode_cut_follows_the_routed_weight_bytes():

@@ -119,6 +119,34 @@ def test_packed_gemms_compile_to_mma_ptx(fmt, dtype, monkeypatch):
             assert log is None or "0 bytes spill" in log, log
 
 
+@pytest.mark.parametrize("gemm,inter", [("wgmma", 40), ("mma", 72), ("fma", 40), ("mma", 38)])
+def test_epilogues_vector_io_ptx(gemm, inter):
+    """fc1 / fc2 epilogues take 4 adjacent columns a thread (common.epilogue_vec)
+    where the row lengths allow: one 16-byte ld.shared of the accumulator tile a
+    part, fc1's 4 outputs rounded in pairs (cvt.rn.bf16x2) into one 8-byte store,
+    fc2's 4 fp32 route outputs in one 16-byte store; the sigmoid on the SFU
+    (ex2.approx, no IEEE division).  I = 38 (not a multiple of 4): fc1 falls back
+    to a column a thread, 2-byte stores."""
+    from pymoe.cuda import launch
+    from pymoe.cuda.kernels.common import EPI_VEC, epilogue_vec
+    from pymoe.geometry import launch_keys
+    if launch.SIM:
+        pytest.skip("the simulator replaces the compiler")
+    assert epilogue_vec(40, 128, 256, 32) == EPI_VEC == 4
+    assert epilogue_vec(38, 128, 256, 32) == epilogue_vec(40, 128, 256, 30) == 1
+    keys = launch_keys("packed", 128 if gemm == "wgmma" else 32, format="mxfp4",
+                       activation="silu", dtype="bfloat16", hidden_size=72,
+                       intermediate_size=inter, has_bias=True, router_on_input=False,
+                       swiglu_limit=None, swiglu_alpha=None, gemm=gemm)
+    fc1, fc2 = (launch.compile_ptx(k, (9, 0))[0] for k in keys[1:3])
+    assert "ex2.approx" in fc1 and "div.rn.f32" not in fc1
+    assert ("st.global.v2.u32" in fc1) == (inter % 4 == 0), inter
+    assert ("cvt.rn.bf16x2.f32" in fc1) == (inter % 4 == 0), inter
+    assert "st.global.v4.u32" in fc2                     # H = 72
+    for ptx in (fc1, fc2) if inter % 4 == 0 else (fc2,):
+        assert "ld.shared.v4.u32" in ptx
+
+
 def test_gemm_variant_is_chosen_by_env_once_and_carried_by_the_key(monkeypatch):
     """PYMOE_GEMM is read in one place (env.gemm_variant); the keys carry it."""
     from pymoe import env

@@ -23,13 +23,47 @@ from ... import formats
 from ...geometry import (GEMM_THREADS, GEMM_TILE_ROWS, LaunchKey, fc1_rows, gemm_block_ctas,
                          gemm_cta_block, is_gated, padded_k)
 from .intrinsics import SIM, act_code, as_bits, as_float, f32_to_bf16, fp4_quarters, sigmoid
-from .ptx import f2h, h2f
+from .ptx import f2h, h2f, lds4, pack_bf16x2, pack_f16x2
+
+# The epilogues read the accumulator tile 4 floats at a time (lds_f4): its
+# shared array is 16-byte aligned (the simulator takes no alignment).
+ACC_ALIGN = None if SIM else 16
+# Columns a thread of an fc1 / fc2 epilogue takes at once (epilogue_vec): one
+# 16-byte load of the tile a row, one 8-byte (fc1) / 16-byte (fc2) store.
+EPI_VEC = 4
+
+if SIM:
+    def lds_f4(acc, base, i):
+        """The 4 floats acc[i .. i + 3] (base: smem_u32(acc), unused here)."""
+        return acc[i], acc[i + 1], acc[i + 2], acc[i + 3]
+else:
+    @cuda.jit(device=True, inline=True)
+    def lds_f4(acc, base, i):
+        """The 4 floats acc[i .. i + 3] of a shared float32 array whose shared
+        address is base (i % 4 == 0, the array 16-byte aligned): one ld.shared.v4."""
+        w0, w1, w2, w3 = lds4(base + uint32(4) * uint32(i))
+        return as_float(w0), as_float(w1), as_float(w2), as_float(w3)
+
+
+def epilogue_vec(cols: int, tn: int, nthr: int, *parts: int) -> int:
+    """EPI_VEC when an epilogue can take EPI_VEC adjacent columns a thread: the
+    output rows' length ``cols`` (aligned stores), the tile's columns tn and
+    every part's column count (aligned tile loads) multiples of it, and the
+    tile's column groups dividing the threads; else 1 (a column a thread)."""
+    ok = all(v % EPI_VEC == 0 for v in (cols, tn) + parts) and nthr % (tn // EPI_VEC) == 0
+    return EPI_VEC if ok else 1
+
+
+def make_pack2(dtype: str):
+    """pack2(lo, hi) -> uint32: two float32 rounded to ``dtype`` (nearest even),
+    lo in the low half: one cvt for both."""
+    return pack_bf16x2 if dtype == "bfloat16" else pack_f16x2
 
 __all__ = ["scale_lut", "Shape", "shape_of", "fill_tables",
            "make_fc1_epilogue", "make_fc1_epilogue_parts", "make_pair16", "make_round_pair",
            "make_fc2_epilogue", "make_fc2_epilogue_parts", "make_row_map", "tile_roles",
            "activation_code", "activation_arg", "SROW", "M126", "M14", "make_decoder",
-           "make_cta_expert"]
+           "make_cta_expert", "ACC_ALIGN", "EPI_VEC", "lds_f4", "epilogue_vec", "make_pack2"]
 
 THREADS = GEMM_THREADS
 TILE_ROWS = GEMM_TILE_ROWS

@@ -17,10 +17,11 @@ from numba import cuda, float32, int32, int64, uint32, uint64
 
 from ...geometry import (LaunchKey, gemm_cta_block, gemm_max_regs, gemm_m_tiles,
                          gemm_reads_v2, gemm_threads, is_gated)
-from .common import (TILE_ROWS, activation_code, make_cta_expert, make_fc1_epilogue_parts,
-                     shape_of)
+from .common import (ACC_ALIGN, TILE_ROWS, activation_code, epilogue_vec, lds_f4,
+                     make_cta_expert, make_fc1_epilogue_parts, make_pack2, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
+from .ptx import smem_u32, stg2
 from .spec import KernelSpec
 
 __all__ = ["build"]
@@ -45,7 +46,10 @@ def build(key: LaunchKey) -> KernelSpec:
     dyn = acc_tile_dyn_bytes(key, b)            # the tile in dynamic shared memory
     acc_shape = 0 if dyn else acc_n
     assert b <= nthr and nthr % tn == 0, (b, nthr, tn)
-    mstep = nthr // tn                          # the epilogue's routes a pass
+    vec = epilogue_vec(inter, tn, nthr, tn1)    # columns a thread of the epilogue
+    groups = tn // vec                          # its column groups a route
+    mstep = nthr // groups                      # its routes a pass
+    pack2 = make_pack2(key.dtype)
 
     def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out):
         tid = cuda.threadIdx.x
@@ -58,32 +62,55 @@ def build(key: LaunchKey) -> KernelSpec:
                 if n < inter:
                     store(out, (blk * b + idx // tn) * inter + n, float32(0.0))
             return
-        acc = cuda.shared.array(acc_shape, float32)     # (0: dynamic)
+        acc = cuda.shared.array(acc_shape, float32, alignment=ACC_ALIGN)  # (0: dynamic)
         live = cuda.shared.array(b, int32)          # slot m holds a route (1) or padding
         gemm(acc, blk, e, n0, x, w, s, lut, pri, n_routes, top_k, tw)
         if tid < b:                                  # one load a slot, not one an output
             live[tid] = int32(1) if int64(pri[blk * b + tid]) < n_routes else int32(0)
         cuda.syncthreads()
-        # thread tid takes column c of routes m0, m0 + mstep, ...: the column's
-        # scales, biases and accumulator row once, 32-bit tile indices, and an
+        # thread tid takes columns c .. c + vec - 1 of routes m, m + mstep, ...:
+        # the columns' scales and biases once, 32-bit tile indices, and an
         # unsigned output index stepped by a constant (no wraparound code)
-        c = uint32(tid) % uint32(tn)
-        m = uint32(tid) // uint32(tn)
+        c = uint32(tid) % uint32(groups) * uint32(vec)
+        m = uint32(tid) // uint32(groups)
         n = uint32(cuda.blockIdx.x * tn) + c
-        if n < uint32(inter):
-            gs, us, gb, ub = consts(e, n, g13, b13)
+        if n < uint32(inter):   # (vec 4: inter % 4 == 0, so all 4 columns are)
             # m-tile c // tn1's 64 rows: its gate rows, then its up rows
             rc = (c // uint32(tn1)) * uint32(TILE_ROWS) + c % uint32(tn1)
             o = uint64(blk * b + m) * uint64(inter) + uint64(n)
-            while m < uint32(b):
-                v = float32(0.0)
-                if live[m] != 0:
-                    r0 = m * uint32(rows) + rc
-                    up = acc[r0 + uint32(tn1)] if gated else float32(0.0)
-                    v = apply(acc[r0], up, gs, us, gb, ub)
-                store(out, o, v)
-                m = uint32(m + uint32(mstep))
-                o = uint64(o + uint64(mstep * inter))
+            if vec == 1:
+                gs, us, gb, ub = consts(e, n, g13, b13)
+                while m < uint32(b):
+                    v = float32(0.0)
+                    if live[m] != 0:
+                        r0 = m * uint32(rows) + rc
+                        up = acc[r0 + uint32(tn1)] if gated else float32(0.0)
+                        v = apply(acc[r0], up, gs, us, gb, ub)
+                    store(out, o, v)
+                    m = uint32(m + uint32(mstep))
+                    o = uint64(o + uint64(mstep * inter))
+            else:
+                # 4 columns: one 16-byte tile load a part, one 8-byte store
+                gs, us, gb0, ub0 = consts(e, n, g13, b13)
+                _, _, gb1, ub1 = consts(e, n + uint32(1), g13, b13)
+                _, _, gb2, ub2 = consts(e, n + uint32(2), g13, b13)
+                _, _, gb3, ub3 = consts(e, n + uint32(3), g13, b13)
+                base = smem_u32(acc)
+                while m < uint32(b):
+                    w0 = w1 = uint32(0)
+                    if live[m] != 0:
+                        r0 = m * uint32(rows) + rc
+                        a0, a1, a2, a3 = lds_f4(acc, base, r0)
+                        u0 = u1 = u2 = u3 = float32(0.0)
+                        if gated:
+                            u0, u1, u2, u3 = lds_f4(acc, base, r0 + uint32(tn1))
+                        w0 = pack2(apply(a0, u0, gs, us, gb0, ub0),
+                                   apply(a1, u1, gs, us, gb1, ub1))
+                        w1 = pack2(apply(a2, u2, gs, us, gb2, ub2),
+                                   apply(a3, u3, gs, us, gb3, ub3))
+                    stg2(out, o, w0, w1)
+                    m = uint32(m + uint32(mstep))
+                    o = uint64(o + uint64(mstep * inter))
 
     sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",

@@ -15,11 +15,11 @@ from numba import cuda, float32, int32, int64, uint32, uint64
 
 from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_cta_block,
                          gemm_max_regs, gemm_m_tiles, gemm_reads_v2, gemm_threads)
-from .common import (TILE_ROWS, activation_code, make_cta_expert, make_fc2_epilogue_parts,
-                     shape_of)
+from .common import (ACC_ALIGN, TILE_ROWS, activation_code, epilogue_vec, lds_f4,
+                     make_cta_expert, make_fc2_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
-from .intrinsics import act_code, make_act_io
-from .ptx import pdl_wait
+from .intrinsics import act_code, as_bits, make_act_io
+from .ptx import pdl_wait, smem_u32, stg4
 from .routes import local_expert
 from .spec import KernelSpec
 
@@ -42,7 +42,9 @@ def build(key: LaunchKey) -> KernelSpec:
     acc_shape = 0 if dyn else acc_n
     on_input = key.router_on_input
     assert b <= nthr and nthr % tn == 0, (b, nthr, tn)
-    mstep = nthr // tn                          # the epilogue's routes a pass
+    vec = epilogue_vec(hid, tn, nthr)           # columns a thread of the epilogue
+    groups = tn // vec                          # its column groups a route
+    mstep = nthr // groups                      # its routes a pass
 
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, lut, g2, b2, route_out):
         tid = cuda.threadIdx.x
@@ -51,7 +53,7 @@ def build(key: LaunchKey) -> KernelSpec:
         e = cta_expert(beid, pri, blk, n_routes)
         if e < 0:
             return
-        acc = cuda.shared.array(acc_shape, float32)     # (0: dynamic)
+        acc = cuda.shared.array(acc_shape, float32, alignment=ACC_ALIGN)  # (0: dynamic)
         rs = cuda.shared.array(b, int32)            # slot m's route (-1: padding)
         ws = cuda.shared.array(b, float32)          # and its router weight
         gemm(acc, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
@@ -61,20 +63,38 @@ def build(key: LaunchKey) -> KernelSpec:
             rs[tid] = int32(r) if ok else int32(-1)
             ws[tid] = tw[r] if ok and not on_input else float32(1.0)
         cuda.syncthreads()
-        # thread tid takes column c of routes m0, m0 + mstep, ...: the column's
-        # scale and bias once, 32-bit tile indices, unsigned output indices
-        c = uint32(tid) % uint32(tn)
-        m = uint32(tid) // uint32(tn)
+        # thread tid takes columns c .. c + vec - 1 of routes m, m + mstep, ...:
+        # the columns' scales and biases once, 32-bit tile indices, unsigned
+        # output indices
+        c = uint32(tid) % uint32(groups) * uint32(vec)
+        m = uint32(tid) // uint32(groups)
         n = uint32(cuda.blockIdx.x * tn) + c
-        if n < uint32(hid):
-            gs, gb = consts(e, n, g2, b2)
-            while m < uint32(b):
-                r = rs[m]
-                if r >= 0:
-                    # the router weight: ws[m] (slot m's), not tw[r]
-                    route_out[uint64(r) * uint64(hid) + uint64(n)] = apply(
-                        acc[m * uint32(tn) + c], gs, gb, ws[m])
-                m = uint32(m + uint32(mstep))
+        if n < uint32(hid):     # (vec 4: hid % 4 == 0, so all 4 columns are)
+            if vec == 1:
+                gs, gb = consts(e, n, g2, b2)
+                while m < uint32(b):
+                    r = rs[m]
+                    if r >= 0:
+                        # the router weight: ws[m] (slot m's), not tw[r]
+                        route_out[uint64(r) * uint64(hid) + uint64(n)] = apply(
+                            acc[m * uint32(tn) + c], gs, gb, ws[m])
+                    m = uint32(m + uint32(mstep))
+            else:
+                # 4 columns: one 16-byte tile load, one 16-byte store
+                gs, gb0 = consts(e, n, g2, b2)
+                _, gb1 = consts(e, n + uint32(1), g2, b2)
+                _, gb2 = consts(e, n + uint32(2), g2, b2)
+                _, gb3 = consts(e, n + uint32(3), g2, b2)
+                base = smem_u32(acc)
+                while m < uint32(b):
+                    r = rs[m]
+                    if r >= 0:
+                        a0, a1, a2, a3 = lds_f4(acc, base, m * uint32(tn) + c)
+                        wm = ws[m]
+                        stg4(route_out, uint64(r) * uint64(hid) + uint64(n),
+                             as_bits(apply(a0, gs, gb0, wm)), as_bits(apply(a1, gs, gb1, wm)),
+                             as_bits(apply(a2, gs, gb2, wm)), as_bits(apply(a3, gs, gb3, wm)))
+                    m = uint32(m + uint32(mstep))
 
     sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",

@@ -27,6 +27,11 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
     lds4/2/1(s)                4 / 2 / 1 uint32 at shared address s (volatile)
     sts2(s, w0, w1)            2 uint32 to shared address s (volatile; GPU only)
     sts4(s, w0, w1, w2, w3)    4 uint32 to shared address s (16-byte aligned; GPU only)
+    stg2(arr, i, w0, w1)       8 bytes (2 uint32) to &arr[i] (any element type,
+                               8-byte aligned); stg4 16 bytes (4 uint32, 16-byte
+                               aligned): st.global.v2 / .v4
+    pack_bf16x2(lo, hi)        two float32 rounded to nearest even and packed
+    pack_f16x2(lo, hi)         (lo in the low 16 bits): cvt.rn.{bf16x2,f16x2}.f32
     pdl_wait()                 griddepcontrol.wait: in a grid launched as a
                                programmatic dependent (launch.PreparedLaunch
                                .dependent), block until the grid before it in the
@@ -49,7 +54,7 @@ __all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
            "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
            "cp_commit", "make_cp_wait", "cp_async16_z", "lds4", "lds2", "lds1", "sts2", "sts4",
-           "pdl_wait", "pdl_trigger", "PDL_OPS"]
+           "stg2", "stg4", "pack_bf16x2", "pack_f16x2", "pdl_wait", "pdl_trigger", "PDL_OPS"]
 
 _I32 = ir.IntType(32)
 _I16 = ir.IntType(16)
@@ -391,6 +396,55 @@ def sts4(typingctx, saddr, w0, w1, w2, w3):
     return sig, codegen
 
 
+def _make_stg(n: int):
+    """@intrinsic stg(arr, i, w0 .. w{n-1}): st.global.v{n}.u32 at &arr[i]."""
+    regs = ", ".join(f"${k + 1}" for k in range(n))
+    text = f"st.global.v{n}.u32 [$0], {{{regs}}};"
+    cons = ",".join(["l"] + ["r"] * n + ["~{memory}"])
+
+    def typer(arr, idx, ws):
+        if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer) \
+                or not all(isinstance(t, types.Integer) for t in ws):
+            return None
+        sig = types.void(arr, idx, *ws)
+
+        def codegen(context, builder, signature, args):
+            addr = _elem_addr(context, builder, signature.args[0], args[0],
+                              signature.args[1], args[1])
+            v = [_u32(context, builder, t, a) for t, a in zip(signature.args[2:], args[2:])]
+            _void_asm(builder, text, cons, [addr] + v)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    if n == 2:
+        @intrinsic
+        def stg(typingctx, arr, idx, w0, w1):
+            return typer(arr, idx, (w0, w1))
+    else:
+        @intrinsic
+        def stg(typingctx, arr, idx, w0, w1, w2, w3):
+            return typer(arr, idx, (w0, w1, w2, w3))
+    return stg
+
+
+def _make_pack(kind: str):
+    """@intrinsic pack(lo, hi) -> uint32: cvt.rn.{kind}x2.f32 (hi in the high half)."""
+    @intrinsic
+    def pack(typingctx, lo, hi):
+        sig = types.uint32(types.float32, types.float32)
+
+        def codegen(context, builder, signature, args):
+            v = [context.cast(builder, a, t, types.float32)
+                 for t, a in zip(signature.args, args)]
+            fnty = ir.FunctionType(_I32, [_F32, _F32])
+            return builder.call(ir.InlineAsm(fnty, f"cvt.rn.{kind}x2.f32 $0, $2, $1;",
+                                             "=r,f,f"), v)
+
+        return sig, codegen
+    return pack
+
+
 # ---- Under Numba's simulator the ring intrinsics are plain Python over a
 # per-thread dict (shared address -> uint32 word): a copy lands at once, and a
 # thread reads back only what it copied itself (a KeyError otherwise), which is
@@ -470,6 +524,28 @@ if config.ENABLE_CUDASIM:
     def _sim_noop():
         pass
 
+    def _sim_stg(arr, idx, *ws):
+        """The words' bytes as arr's elements, from element idx on."""
+        vals = _np.array([int(w) & 0xFFFFFFFF for w in ws], _np.uint32).view(arr.dtype)
+        for q, v in enumerate(vals):
+            arr[int(idx) + q] = v
+
+    def _sim_pack(to16):
+        def pack(lo, hi):
+            return int(to16(lo)) | (int(to16(hi)) << 16)
+        return pack
+
+    def _sim_bf16(f):
+        u = int(_np.array([f], _np.float32).view(_np.uint32)[0])
+        if f != f:
+            return ((u >> 16) | 0x40) & 0xFFFF
+        return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
+
+    def _sim_f16(f):
+        return int(_np.array([f], _np.float32).astype(_np.float16).view(_np.uint16)[0])
+
+    stg2 = stg4 = _sim_stg
+    pack_bf16x2, pack_f16x2 = _sim_pack(_sim_bf16), _sim_pack(_sim_f16)
     smem_u32, cp_commit, make_cp_wait = _sim_smem_u32, _sim_commit, _sim_make_wait
     pdl_wait = pdl_trigger = _sim_noop
     cp_async16_g, cp_async8_g, cp_async4_g = _sim_copy_g(4), _sim_copy_g(2), _sim_copy_g(1)
@@ -477,6 +553,8 @@ if config.ENABLE_CUDASIM:
     gaddr = _sim_gaddr
     lds4, lds2, lds1 = _sim_lds(4), _sim_lds(2), _sim_lds(1)
 else:
+    stg2, stg4 = _make_stg(2), _make_stg(4)
+    pack_bf16x2, pack_f16x2 = _make_pack("bf16"), _make_pack("f16")
     smem_u32, cp_commit, make_cp_wait, gaddr = _smem_u32, _cp_commit, _make_cp_wait, _gaddr
     cp_async16_z = _cp_async16_z
     pdl_wait, pdl_trigger = _make_void(PDL_OPS[0]), _make_void(PDL_OPS[1])

@@ -66,6 +66,30 @@ def test_ncu_source_top_ranks_instructions_and_opcodes(tmp_path):
     assert len(top) == 2 and "stall_long_sb=900" in top[0] and "BAR.SYNC" in top[1]
 
 
+def test_ncu_source_top_samples_by_region(tmp_path):
+    """The regions: a loop is a backward branch and its target (an instruction
+    counts in the innermost loop holding it), the rest is "outside loops"; each
+    with its mma instructions and its share of the executed instructions."""
+    p = tmp_path / "src.csv"
+    p.write_text('"Address","Source","Warp Stall Sampling (All Samples)",'
+                 '"Instructions Executed"\n'
+                 '"0x10","MOV R1, R2","100","10"\n'
+                 '"0x20","HGMMA.64x128x16.F32.BF16 R8, R4, gdesc[UR4], R8","300","40"\n'
+                 '"0x30","LDS R5, [R6]","200","40"\n'
+                 '"0x40","@P0 BRA 0x30","100","40"\n'
+                 '"0x50","@P1 BRA 0x20","200","10"\n'
+                 '"0x60","EXIT","100","10"\n')
+    r = subprocess.run([sys.executable, "tools/ncu_source_top.py", str(p), "1"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    reg = r.stdout.split("samples by region")[1].split("top 1")[0].splitlines()[1:]
+    got = {ln.split()[1] if ln.split()[0] == "loop" else "outside": ln for ln in reg}
+    assert set(got) == {"0x30-0x40", "0x20-0x50", "outside"}, reg
+    assert "2 instr   0 mma:  30.0% of samples, 53.3% of executed" in got["0x30-0x40"]
+    assert "2 instr   1 mma:  50.0% of samples, 33.3% of executed" in got["0x20-0x50"]
+    assert "2 instr   0 mma:  20.0% of samples, 13.3% of executed" in got["outside"]
+
+
 def _ptx_pack():
     """tools/ptx_pack.py as a module (tools/ is not a package)."""
     sys.path.insert(0, str(ROOT / "tools"))

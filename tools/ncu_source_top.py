@@ -1,6 +1,9 @@
 """Summarize ncu's source page (``ncu --import R --page source --print-source sass
 --csv``): the instructions with the most warp-state samples (with their stall
-columns that have any samples) and the samples summed by opcode.
+columns that have any samples), the samples summed by opcode, and by region: each
+loop (a backward branch and its target; an instruction counts in the innermost
+loop holding it) and the code outside loops, with its tensor-core instructions
+and its share of the executed instructions (a k-loop against an epilogue loop).
 
     python3 tools/ncu_source_top.py REPORT.csv [TOP=30]
 """
@@ -53,11 +56,38 @@ def main(argv=None) -> int:
         m = re.match(r"\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", r[src])
         ops[m.group(2) if m else "?"] += _num(r[total])
     print("samples by opcode: " + " ".join(f"{o}={n / s_all:.1%}" for o, n in ops.most_common(16)))
+    _regions(rows, src, addr, total, s_all, next((c for c in cols
+                                                  if c.strip() == "Instructions Executed"), None))
     print(f"top {top} instructions:")
     for r in sorted(rows, key=lambda r: -_num(r[total]))[:top]:
         why = " ".join(f"{c}={r[c]}" for c in reasons if _num(r[c]) > 0)
         print(f"  {r[addr]:>8} {_num(r[total]) / s_all:6.1%}  {r[src].strip()[:60]:60}  {why[:120]}")
     return 0
+
+
+def _regions(rows, src, addr, total, s_all, execd) -> None:
+    """Print the samples (and executed instructions) by loop and outside loops."""
+    at = [int(r[addr], 16) for r in rows]
+    loops = []
+    for a, r in zip(at, rows):
+        m = re.search(r"\bBRA\s+(0x[0-9a-fA-F]+)", r[src])
+        if m and int(m.group(1), 16) < a:
+            loops.append((int(m.group(1), 16), a))
+    e_all = sum(_num(r[execd]) for r in rows) if execd else 0.0
+    acc: dict = {}
+    for a, r in zip(at, rows):
+        inner = min((lp for lp in loops if lp[0] <= a <= lp[1]),
+                    key=lambda lp: lp[1] - lp[0], default=None)
+        st = acc.setdefault(inner, [0, 0, 0.0, 0.0])
+        st[0] += 1
+        st[1] += bool(re.search(r"\b[HI]GMMA|\bHMMA", r[src]))
+        st[2] += _num(r[total])
+        st[3] += _num(r[execd]) if execd else 0.0
+    print("samples by region (loops by backward branch):")
+    for lp, (n, mm, smp, ex) in sorted(acc.items(), key=lambda kv: -kv[1][2]):
+        name = f"loop {lp[0]:#x}-{lp[1]:#x}" if lp else "outside loops"
+        share = f", {ex / e_all:.1%} of executed" if e_all else ""
+        print(f"  {name:28} {n:5d} instr {mm:3d} mma: {smp / s_all:6.1%} of samples{share}")
 
 
 if __name__ == "__main__":

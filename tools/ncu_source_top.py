@@ -56,8 +56,8 @@ def main(argv=None) -> int:
         m = re.match(r"\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", r[src])
         ops[m.group(2) if m else "?"] += _num(r[total])
     print("samples by opcode: " + " ".join(f"{o}={n / s_all:.1%}" for o, n in ops.most_common(16)))
-    _regions(rows, src, addr, total, s_all, next((c for c in cols
-                                                  if c.strip() == "Instructions Executed"), None))
+    execd = next((c for c in cols if c.strip() == "Instructions Executed"), None)
+    _regions(rows, src, addr, total, s_all, execd)
     print(f"top {top} instructions:")
     for r in sorted(rows, key=lambda r: -_num(r[total]))[:top]:
         why = " ".join(f"{c}={r[c]}" for c in reasons if _num(r[c]) > 0)

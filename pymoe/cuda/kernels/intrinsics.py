@@ -7,7 +7,6 @@ the kernels run unchanged there.
 """
 from __future__ import annotations
 
-
 import numpy as np
 from numba import config, cuda, float32, int32, int64
 

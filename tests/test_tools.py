@@ -47,19 +47,26 @@ def test_bench_revs_table_per_gemm_and_block(tmp_path):
     assert regime("worktree_fma_d0", 2) == "packed"          # the cut pinned to 0
 
 
+def _source_top(tmp_path, top: int, csv_text: str):
+    """tools/ncu_source_top.py on a source page with csv_text (its TOP top rows)."""
+    p = tmp_path / "src.csv"
+    p.write_text(csv_text)
+    r = subprocess.run([sys.executable, "tools/ncu_source_top.py", str(p), str(top)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
 def test_ncu_source_top_ranks_instructions_and_opcodes(tmp_path):
     """tools/ncu_source_top.py on a source page as ncu writes it (a banner line,
     quoted fields, thousands separators, predicated opcodes)."""
-    p = tmp_path / "src.csv"
-    p.write_text('==PROF== banner\n'
-                 '"Kernel Name","pymoe::cuda::kernels::fc2::build::kernel[abi:v1](...)"\n'
-                 '"Address","Source","Warp Stall Sampling (All Samples)","stall_long_sb"\n'
-                 '"0x10","LDG.E.128 R4, [R2.64]","1,200","900"\n'
-                 '"0x20","@P0 BAR.SYNC 0x0","300","0"\n'
-                 '"0x30","LDG.E R5, [R2.64]","0","0"\n')
-    r = subprocess.run([sys.executable, "tools/ncu_source_top.py", str(p), "2"],
-                       capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 0, r.stderr
+    r = _source_top(tmp_path, 2,
+                    '==PROF== banner\n'
+                    '"Kernel Name","pymoe::cuda::kernels::fc2::build::kernel[abi:v1](...)"\n'
+                    '"Address","Source","Warp Stall Sampling (All Samples)","stall_long_sb"\n'
+                    '"0x10","LDG.E.128 R4, [R2.64]","1,200","900"\n'
+                    '"0x20","@P0 BAR.SYNC 0x0","300","0"\n'
+                    '"0x30","LDG.E R5, [R2.64]","0","0"\n')
     assert "kernel: fc2" in r.stdout
     assert "1500 samples" in r.stdout and "LDG=80.0% BAR=20.0%" in r.stdout
     top = r.stdout.split("top 2 instructions:")[1].strip().splitlines()
@@ -70,18 +77,15 @@ def test_ncu_source_top_samples_by_region(tmp_path):
     """The regions: a loop is a backward branch and its target (an instruction
     counts in the innermost loop holding it), the rest is "outside loops"; each
     with its mma instructions and its share of the executed instructions."""
-    p = tmp_path / "src.csv"
-    p.write_text('"Address","Source","Warp Stall Sampling (All Samples)",'
-                 '"Instructions Executed"\n'
-                 '"0x10","MOV R1, R2","100","10"\n'
-                 '"0x20","HGMMA.64x128x16.F32.BF16 R8, R4, gdesc[UR4], R8","300","40"\n'
-                 '"0x30","LDS R5, [R6]","200","40"\n'
-                 '"0x40","@P0 BRA 0x30","100","40"\n'
-                 '"0x50","@P1 BRA 0x20","200","10"\n'
-                 '"0x60","EXIT","100","10"\n')
-    r = subprocess.run([sys.executable, "tools/ncu_source_top.py", str(p), "1"],
-                       capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 0, r.stderr
+    r = _source_top(tmp_path, 1,
+                    '"Address","Source","Warp Stall Sampling (All Samples)",'
+                    '"Instructions Executed"\n'
+                    '"0x10","MOV R1, R2","100","10"\n'
+                    '"0x20","HGMMA.64x128x16.F32.BF16 R8, R4, gdesc[UR4], R8","300","40"\n'
+                    '"0x30","LDS R5, [R6]","200","40"\n'
+                    '"0x40","@P0 BRA 0x30","100","40"\n'
+                    '"0x50","@P1 BRA 0x20","200","10"\n'
+                    '"0x60","EXIT","100","10"\n')
     reg = r.stdout.split("samples by region")[1].split("top 1")[0].splitlines()[1:]
     got = {ln.split()[1] if ln.split()[0] == "loop" else "outside": ln for ln in reg}
     assert set(got) == {"0x30-0x40", "0x20-0x50", "outside"}, reg

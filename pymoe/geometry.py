@@ -72,7 +72,8 @@ PACKED_ROWS_MAX_BLOCK = 64
 # (qwen3; gpt-oss fc1 / fc2 130 at 64 too): 3 CTAs an SM, qwen3 T = 4096 fc2
 # 1.46 ms at B = 64 -> 1.85 ms at 128 (ncu).  H200, PYMOE_GEMM=mma, T = 4096
 # (us, uncapped / capped): qwen3 4654 / 4395, gpt-oss 13011 / 11966.  Smaller
-# blocks (up to 102 registers, and 128 at qwen3's 64) keep ptxas's choice.
+# blocks keep ptxas's choice: up to 102 registers at 8 .. 32; at 64 qwen3's 128,
+# gpt-oss's 130 (a cap there not measured).
 MMA_MAX_REGS = 128
 # The automatic B for a mean of ceil(T*k/Eg) routes an expert: the first B whose
 # BLOCK_MAX_MEAN[B] holds the mean (None: no limit).  Up to 64 a block holds

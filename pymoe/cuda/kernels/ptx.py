@@ -530,16 +530,22 @@ if config.ENABLE_CUDASIM:
         for q, v in enumerate(vals):
             arr[int(idx) + q] = v
 
-    from .intrinsics import f32_to_bf16, to_half     # (no cycle: it imports no ptx)
-
     def _sim_pack(to16):
         def pack(lo, hi):
             return int(to16(lo)) | (int(to16(hi)) << 16)
         return pack
 
+    def _sim_bf16(f):
+        u = int(_np.array([f], _np.float32).view(_np.uint32)[0])
+        if f != f:
+            return ((u >> 16) | 0x40) & 0xFFFF
+        return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
+
+    def _sim_f16(f):
+        return int(_np.array([f], _np.float32).astype(_np.float16).view(_np.uint16)[0])
+
     stg2 = stg4 = _sim_stg
-    pack_bf16x2 = _sim_pack(f32_to_bf16)
-    pack_f16x2 = _sim_pack(lambda f: int(to_half(_np.float32(f)).view(_np.uint16)))
+    pack_bf16x2, pack_f16x2 = _sim_pack(_sim_bf16), _sim_pack(_sim_f16)
     smem_u32, cp_commit, make_cp_wait = _sim_smem_u32, _sim_commit, _sim_make_wait
     pdl_wait = pdl_trigger = _sim_noop
     cp_async16_g, cp_async8_g, cp_async4_g = _sim_copy_g(4), _sim_copy_g(2), _sim_copy_g(1)

@@ -56,18 +56,17 @@ def build(key: LaunchKey) -> KernelSpec:
         n0 = cuda.blockIdx.x * tn
         blk = cuda.blockIdx.y                   # the CTA's (sub-)block
         e = cta_expert(beid, pri, blk, n_routes)
-        if e < 0:
-            for idx in range(tid, b * tn, nthr):
-                n = n0 + idx % tn
-                if n < inter:
-                    store(out, (blk * b + idx // tn) * inter + n, float32(0.0))
-            return
         acc = cuda.shared.array(acc_shape, float32, alignment=ACC_ALIGN)  # (0: dynamic)
         live = cuda.shared.array(b, int32)          # slot m holds a route (1) or padding
-        gemm(acc, blk, e, n0, x, w, s, lut, pri, n_routes, top_k, tw)
+        if e >= 0:                                  # (uniform in the CTA)
+            gemm(acc, blk, e, n0, x, w, s, lut, pri, n_routes, top_k, tw)
         if tid < b:                                  # one load a slot, not one an output
-            live[tid] = int32(1) if int64(pri[blk * b + tid]) < n_routes else int32(0)
+            live[tid] = int32(1) if e >= 0 and int64(pri[blk * b + tid]) < n_routes \
+                else int32(0)
         cuda.syncthreads()
+        # a CTA past the packed total (e < 0) is all padding: the loop below writes
+        # its zeros (expert 0's scales and biases loaded, never applied)
+        e = max(e, int64(0))
         # thread tid takes columns c .. c + vec - 1 of routes m, m + mstep, ...:
         # the columns' scales and biases once, 32-bit tile indices, and an
         # unsigned output index stepped by a constant (no wraparound code)

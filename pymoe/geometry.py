@@ -651,6 +651,24 @@ def gemm_m_tiles(gemm: str, block: int) -> int:
     return gemm_warpgroups(gemm, block) * mt
 
 
+# Words between two routes' rows in the wgmma v2 accumulator tile past its
+# gemm_m_tiles x GEMM_TILE_ROWS: a warp's fragment store writes rows g (lanes' g
+# = 0..7) of routes 2t (t = 0..3), so with a stride that is a multiple of 32
+# words the four t land in one bank (ncu: 4-way conflicts on 75% of fc1's
+# shared-store wavefronts); a stride of 4 mod 16 puts them 8 banks apart.  A
+# multiple of 4, so a route's rows stay 16-byte aligned for the epilogues'
+# ld.shared.v4.
+ACC_PAD = 4
+
+
+def acc_route_words(gemm: str, block: int) -> int:
+    """fp32 words between consecutive routes in a packed fc1 / fc2 CTA's
+    accumulator tile: its gemm_m_tiles x GEMM_TILE_ROWS rows, + ACC_PAD where the
+    GEMM reads layout v2 (the packed-row GEMMs store at GEMM_TILE_ROWS)."""
+    rows = GEMM_TILE_ROWS * gemm_m_tiles(gemm, block)
+    return rows + ACC_PAD if gemm_reads_v2(gemm, block) else rows
+
+
 def gemm_threads(gemm: str, block: int) -> int:
     """Threads a packed fc1 / fc2 CTA runs: GEMM_THREADS a warpgroup."""
     return GEMM_THREADS * gemm_warpgroups(gemm, block)

@@ -119,6 +119,22 @@ def test_tiles_live_in_geometry():
     assert geo.swiglu_params("silu", limit=5) == (None, 5.0)
 
 
+def test_acc_route_stride_conflict_free():
+    """The v2 accumulator tile's route stride: a warp's fragment store (lanes g =
+    0..7 write rows g of routes 2t, t = 0..3) hits 32 distinct banks, and a route's
+    rows stay 16-byte aligned for the epilogues' vector loads; the packed-row
+    GEMMs keep their GEMM_TILE_ROWS."""
+    for b in geo.BLOCK_SIZES:
+        rows = geo.GEMM_TILE_ROWS * geo.gemm_m_tiles("wgmma", b)
+        stride = geo.acc_route_words("wgmma", b)
+        assert stride == rows + geo.ACC_PAD and stride % 4 == 0
+        for lr0 in (0, 8, 16, 32):              # a warp's first row, either store map
+            banks = {(2 * t * stride + lr0 + g) % 32 for t in range(4) for g in range(8)}
+            assert len(banks) == 32, (b, lr0)
+        for gemm in ("mma", "fma"):
+            assert geo.acc_route_words(gemm, b) == geo.GEMM_TILE_ROWS
+
+
 def test_decode_row_groups_and_grid():
     """Pairs of row tiles with an even row tile count (either format), else one;
     the grid shares the groups evenly, one wave of the CTAs an SM holds."""

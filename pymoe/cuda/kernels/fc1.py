@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32, uint64
 
-from ...geometry import (LaunchKey, gemm_cta_block, gemm_max_regs, gemm_m_tiles,
-                         gemm_reads_v2, gemm_threads, is_gated)
+from ...geometry import (LaunchKey, acc_route_words, gemm_cta_block, gemm_max_regs,
+                         gemm_m_tiles, gemm_reads_v2, gemm_threads, is_gated)
 from .common import (ACC_ALIGN, TILE_ROWS, activation_code, epilogue_vec, lds_f4,
                      make_cta_expert, make_fc1_epilogue_parts, make_pack2, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
@@ -37,7 +37,7 @@ def build(key: LaunchKey) -> KernelSpec:
     gated = is_gated(key.activation)
     mts = gemm_m_tiles(key.gemm, b)             # m-tiles a CTA, 64 weight rows each
     nthr = gemm_threads(key.gemm, b)
-    rows = TILE_ROWS * mts                      # accumulator rows a route (its tile)
+    rows = acc_route_words(key.gemm, b)         # tile words a route: its rows (+ pad)
     tn = key.tile_n
     tn1 = tn // mts                             # columns an m-tile
     assert tn1 == (TILE_ROWS // 2 if gated else TILE_ROWS), key

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32, uint64
 
-from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, gemm_cta_block,
+from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, acc_route_words,
+                         gemm_cta_block,
                          gemm_max_regs, gemm_m_tiles, gemm_reads_v2, gemm_threads)
 from .common import (ACC_ALIGN, TILE_ROWS, activation_code, epilogue_vec, lds_f4,
                      make_cta_expert, make_fc2_epilogue_parts, shape_of)
@@ -37,6 +38,7 @@ def build(key: LaunchKey) -> KernelSpec:
     nthr = gemm_threads(key.gemm, b)
     tn = key.tile_n                             # = the accumulator rows a route
     assert tn == TILE_ROWS * mts, key
+    rows = acc_route_words(key.gemm, b)         # tile words a route: its tn rows (+ pad)
     acc_n = acc_tile_words(key, b)              # b x tn, or more: the GEMM's B ring
     dyn = acc_tile_dyn_bytes(key, b)            # the tile in dynamic shared memory
     acc_shape = 0 if dyn else acc_n
@@ -77,7 +79,7 @@ def build(key: LaunchKey) -> KernelSpec:
                     if r >= 0:
                         # the router weight: ws[m] (slot m's), not tw[r]
                         route_out[uint64(r) * uint64(hid) + uint64(n)] = apply(
-                            acc[m * uint32(tn) + c], gs, gb, ws[m])
+                            acc[m * uint32(rows) + c], gs, gb, ws[m])
                     m = uint32(m + uint32(mstep))
             else:
                 # 4 columns: one 16-byte tile load, one 16-byte store
@@ -89,7 +91,7 @@ def build(key: LaunchKey) -> KernelSpec:
                 while m < uint32(b):
                     r = rs[m]
                     if r >= 0:
-                        a0, a1, a2, a3 = lds_f4(acc, base, m * uint32(tn) + c)
+                        a0, a1, a2, a3 = lds_f4(acc, base, m * uint32(rows) + c)
                         wm = ws[m]
                         stg4(route_out, uint64(r) * uint64(hid) + uint64(n),
                              as_bits(apply(a0, gs, gb0, wm)), as_bits(apply(a1, gs, gb1, wm)),

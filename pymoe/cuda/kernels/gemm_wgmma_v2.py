@@ -8,8 +8,8 @@ w2_v2_scales):
     gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
 
 leaves acc_tile[m * rows + 64 t + lr] = sum_k act[m, k] * W[row(t, lr), k] for
-the B routes m of block ``blk``, the CTA's m-tiles t (rows = 64 x
-geometry.gemm_m_tiles) and each m-tile's 64 local rows lr (common.make_row_map:
+the B routes m of block ``blk``, the CTA's m-tiles t (rows =
+geometry.acc_route_words: 64 x gemm_m_tiles + ACC_PAD, bank-conflict free) and each m-tile's 64 local rows lr (common.make_row_map:
 gated w13 tiles hold 32 gate rows, then the 32 up rows of the same columns).
 
 Data path (pymoe/ref/wgmma.py v2_a_fragments / v2_b_image, checked on the CPU;
@@ -76,7 +76,7 @@ from __future__ import annotations
 from numba import cuda, float32, int32, int64, uint32, uint64
 
 from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_MTILES, WGMMA_V2_REG_RING, WGMMA_V2_RING,
-                         WGMMA_V2_WIDE_RING, LaunchKey, gemm_m_tiles, gemm_threads,
+                         WGMMA_V2_WIDE_RING, LaunchKey, acc_route_words, gemm_threads,
                          is_gated, v2_cp_ring, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from .common import (M14, M126, TILE_ROWS, Shape, make_decoder, make_pair16,
                      make_round_pair, tile_roles)
@@ -111,13 +111,13 @@ def ring_slots(block: int) -> int:
 
 
 def acc_tile_words(block: int, fmt: str = "mxfp4") -> int:
-    """fp32 words of the caller's accumulator tile (block routes x the CTA's
-    gemm_m_tiles x TILE_ROWS rows): at least the ring (+ 128 bytes to align),
+    """fp32 words of the caller's accumulator tile (block routes x
+    geometry.acc_route_words: the CTA's rows, padded): at least the ring (+ 128 bytes to align),
     which lives there until the tile is written: ring_slots slots where
     v2_cp_ring (the caller then allocates it as dynamic shared memory: 36 KB at
     B = 32, MXFP4; 156-168 KB in the wide loop), else WGMMA_V2_REG_RING
     activation images (static)."""
-    tile = block * TILE_ROWS * gemm_m_tiles("wgmma", block)
+    tile = block * acc_route_words("wgmma", block)
     if v2_cp_ring(block):
         return max(tile, ring_slots(block) * slot_bytes(block, fmt) // 4 + 32)
     return max(tile, WGMMA_V2_REG_RING * 4 * 32 * block // 4 + 32)
@@ -150,7 +150,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     if not cp_ring:             # a static tile: under the 48 KB of a static allocation
         assert 4 * (acc_tile_words(b, key.format) + 256) <= 48 * 1024, (rring, b)
     nthr = gemm_threads(key.gemm, b)
-    rows = TILE_ROWS * gemm_m_tiles(key.gemm, b)           # accumulator rows a route
+    rows = acc_route_words(key.gemm, b)     # words between routes in the tile (padded)
     # threads 4m .. 4m + 3 stage route m (wide: routes m and m + 64), a k-step each
     assert (4 * 64 == nthr) if wide else (4 * b <= nthr), b
     swl = 2 if nv else 1                                   # scale words a lane

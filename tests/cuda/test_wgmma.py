@@ -411,7 +411,7 @@ def test_wgmma_block_gemm_ptx(fmt, dtype, block):
     fence and a barrier a k-tile, no local memory; blocks of 128 (the wide loop)
     with the n64 fallback on padded halves and wait_group 1 between the m-tiles;
     the local ptxas keeps the wgmma asynchronous (no serialization warning) with no
-    stack frame or spills."""
+    stack frame or spills; bf16 MXFP4's scales made in registers (min.u16x2)."""
     from pymoe import geometry as geo
     from pymoe.cuda import launch
     from pymoe.cuda.kernels.gemm_wgmma_v2 import ring_slots
@@ -436,6 +436,9 @@ def test_wgmma_block_gemm_ptx(fmt, dtype, block):
             assert n64 >= 4 and n64 % 4 == 0, n64
         assert "st.shared.v4.u32" in ptx
         assert ".local" not in ptx
+        # bf16 MXFP4 makes its E8M0 scale pairs in registers (e8m0_pair), the rest
+        # read the shared scale table
+        assert ("min.u16x2" in ptx) == (fmt == "mxfp4" and dtype == "bfloat16"), key
         if geo.v2_cp_ring(block):   # weights by 16-byte cp.async, and the activations
             assert "cp.async.cg.shared.global" in ptx   # too (zero-filled) unless scaled
             assert f"cp.async.wait_group {ring_slots(block) - 3}" in ptx
@@ -555,6 +558,34 @@ def test_block_gemm_b128_matches_reference(case, monkeypatch):
     assert geo.select_block_size(int(t), int(k), int(e)) == 128
     check_case(Case(int(t), int(h), int(i), int(e), int(k), dtype=dt, format=fmt,
                     activation=act, layout=lay, bias=True, seed=int(t)), device=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["129-512-224-128-8-32", "257-256-144-8-2-64",
+                                  "513-256-144-8-2-128"])   # ring, register loop, wide
+def test_wgmma_nan_scale_stays_nan(case, monkeypatch):
+    """An E8M0 byte 255 (NaN; the fold's range check leaves it out) in w13: the wgmma
+    GEMM, whose bf16 MXFP4 scales are made in registers (e8m0_pair), gives NaN in
+    fc1's intermediate exactly where the reference does, and matches it elsewhere
+    (blocks of 32, 64 and 128 routes: each main loop)."""
+    from pymoe import geometry as geo
+    from pymoe.testing import assert_close
+    from tests.cuda.diff import run_problem, to_f32
+    from tests.problems import Case, make_problem
+    t, h, i, e, k, blk = (int(v) for v in case.split("-"))
+    monkeypatch.setenv("PYMOE_GEMM", "wgmma")
+    p = make_problem(Case(t, h, i, e, k, dtype="bfloat16", format="mxfp4",
+                          activation="silu", layout="gate_up", bias=True, seed=t))
+    assert geo.select_block_size(t, k, e) == blk
+    p.experts.w13_scales[1, 3, 2] = 255                  # expert 1, gate row 3, K 64..95
+    _, b, ref, runs = run_problem(p, device=True)
+    assert b.regime == "packed" and {key.gemm for key in b.keys[1:3]} == {"wgmma"}
+    got = to_f32(runs[0]["intermediate"], "bfloat16")
+    want = to_f32(ref["intermediate"], "bfloat16")
+    nan = np.isnan(want)
+    assert nan.any() and not nan.all()
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    assert_close(got[~nan], want[~nan], dtype="bfloat16", what="intermediate")
 
 
 @pytest.mark.gpu

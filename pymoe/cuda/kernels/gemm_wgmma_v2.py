@@ -20,7 +20,8 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   16 bytes of a k-tile (64 K) and decodes word s into k-step s's four A
   registers as they are (common.make_decoder: shifts and masks, FP4 x 2^-126 /
   2^-14), then multiplies them to value x scale in one packed multiply by a
-  table value: bf16 MXFP4 E8M0 x 2^118, NVFP4 E4M3 x 2^116 (bf16) / 2^7 (fp16),
+  table value: bf16 MXFP4 E8M0 x 2^118 (made in registers from the byte,
+  e8m0_pair), NVFP4 E4M3 x 2^116 (bf16) / 2^7 (fp16) (a shared table),
   the 2^8 / 2^10 / 2^7 left over taken out of the fp32 accumulators at the end;
   fp16 MXFP4 in two (by 2^14, then the E8M0 value).  Exact where
   geometry.wgmma_scale_fold_ok.
@@ -82,8 +83,8 @@ from .common import (M14, M126, TILE_ROWS, Shape, make_decoder, make_pair16,
                      make_round_pair, tile_roles)
 from .gemm_mma import make_route_row
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_async16_z, cp_commit, gaddr,
-                  ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait, mul2_bf16, mul2_f16,
-                  smem_u32, sts4)
+                  ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait, min_u16x2, mul2_bf16,
+                  mul2_f16, prmt, smem_u32, sts4)
 from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
                     make_wgmma_wait, wgmma_commit, wgmma_desc, wgmma_fence)
 
@@ -201,6 +202,18 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             cp_async4_g(ss + uint32(4) * tid, ga)
 
     @cuda.jit(device=True, inline=True)
+    def e8m0_pair(w, j):
+        """bf16 MXFP4 (fold1): E8M0 byte j of word w as the scale table's value,
+        made in registers (no shared load on the decode's path): the bf16 pair
+        2^(byte - 9) twice, i.e. exponent field byte + 118 in each half (byte j
+        broadcast by prmt, then x 128 + 118 x 128; no carry between the halves
+        below byte 394).  Byte 255 (NaN) gives 0xBA80, which the unsigned 16-bit
+        min turns into 0x7FC0 (NaN); the fold's bytes 3..136 (field <= 254,
+        0x7F00) pass under it."""
+        p = prmt(w, uint32(0), uint32(0x4040 + 0x0101 * j))
+        return min_u16x2(p * uint32(128) + uint32(0x3B003B00), uint32(0x7FC07FC0))
+
+    @cuda.jit(device=True, inline=True)
     def a_regs(ww, st, sa, sc, s2):
         """k-step st's A registers (rows g, g + 8) from word ww, scaled."""
         d0, d1, d2, d3 = decode(ww)
@@ -208,10 +221,12 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             fg = s2[(sa >> uint32(8 * st)) & uint32(255)]
             fu = s2[(sc >> uint32(8 * st)) & uint32(255)]
             return mul2(d0, fg), mul2(d1, fu), mul2(d2, fg), mul2(d3, fu)
+        if fold1:
+            fg = e8m0_pair(sa, st // 2)
+            fu = e8m0_pair(sc, st // 2)
+            return mul2(d0, fg), mul2(d1, fu), mul2(d2, fg), mul2(d3, fu)
         fg = s2[(sa >> uint32(8 * (st // 2))) & uint32(255)]
         fu = s2[(sc >> uint32(8 * (st // 2))) & uint32(255)]
-        if fold1:
-            return mul2(d0, fg), mul2(d1, fu), mul2(d2, fg), mul2(d3, fu)
         return (mul2(mul2(d0, bias16), fg), mul2(mul2(d1, bias16), fu),
                 mul2(mul2(d2, bias16), fg), mul2(mul2(d3, bias16), fu))
 
@@ -395,8 +410,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 copy_ktile(uint32(c0), ring_base + uint32(c0 * SLOT), gw0, gs0, gw1, gs1,
                            xoff, r0, r1, hh, stager, a, utid, avec)
             cp_commit()
-        for i in range(tid, 256, nthr):
-            s2[i] = pair16(lut[i] * float32(4.0) * tmul)
+        if not fold1:                   # (fold1 makes its scales in registers)
+            for i in range(tid, 256, nthr):
+                s2[i] = pair16(lut[i] * float32(4.0) * tmul)
 
     @cuda.jit(device=True, inline=True)
     def ring_setup(acc_tile, a, tid):
@@ -533,8 +549,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         # route rows, the first activations)
         wb, sb = lane_bases(e, n0, tid, 0)
         wa0, wa1, wa2, wa3, sa0, sa1 = load_w(uint32(0), wb, sb, w, s)
-        for i in range(tid, 256, nthr):
-            s2[i] = pair16(lut[i] * float32(4.0) * tmul)
+        if not fold1:                   # (fold1 makes its scales in registers)
+            for i in range(tid, 256, nthr):
+                s2[i] = pair16(lut[i] * float32(4.0) * tmul)
         m = tid >> 2                    # threads 4m .. 4m + 3 stage route m,
         hh = uint32(tid & 3)            # one k-step each
         stager = tid < 4 * b

@@ -7,6 +7,8 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
 
     prmt(a, b, sel)            prmt.b32: bytes of the 8-byte pool {b:a} picked by
                                the low 4 selector nibbles of sel
+    min_u16x2(a, b)            min.u16x2: each 16-bit half the unsigned minimum
+                               (sm_90; VIMNMX.U16x2)
     mul2(a, b, dtype)          exact-product packed multiply (bf16x2 via fma with
                                -0, f16x2 via mul.rn); a, b, result: uint32
     mma(a0..a3, b0, b1, c0..c3, dtype) -> (d0, d1, d2, d3)
@@ -50,7 +52,7 @@ from llvmlite import ir
 from numba import config, types
 from numba.cuda.extending import intrinsic
 
-__all__ = ["prmt", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
+__all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
            "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
            "cp_commit", "make_cp_wait", "cp_async16_z", "lds4", "lds2", "lds1", "sts2", "sts4",
@@ -90,6 +92,18 @@ def prmt(typingctx, a, b, sel):
         fnty = ir.FunctionType(_I32, [_I32, _I32, _I32])
         asm = ir.InlineAsm(fnty, "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r")
         return builder.call(asm, vals)
+
+    return sig, codegen
+
+
+@intrinsic
+def min_u16x2(typingctx, a, b):
+    sig = types.uint32(types.uint32, types.uint32)
+
+    def codegen(context, builder, signature, args):
+        vals = [_u32(context, builder, t, v) for t, v in zip(signature.args, args)]
+        fnty = ir.FunctionType(_I32, [_I32, _I32])
+        return builder.call(ir.InlineAsm(fnty, "min.u16x2 $0, $1, $2;", "=r,r,r"), vals)
 
     return sig, codegen
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from numba import cuda, float32, int32, int64, uint32, uint64
 
 from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, acc_route_words,
-                         gemm_cta_block,
-                         gemm_max_regs, gemm_m_tiles, gemm_reads_v2, gemm_threads)
+                         gemm_cta_block, gemm_max_regs, gemm_m_tiles, gemm_reads_v2,
+                         gemm_threads)
 from .common import (ACC_ALIGN, TILE_ROWS, activation_code, epilogue_vec, lds_f4,
                      make_cta_expert, make_fc2_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm

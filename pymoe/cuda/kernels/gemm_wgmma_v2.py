@@ -9,8 +9,10 @@ w2_v2_scales):
 
 leaves acc_tile[m * rows + 64 t + lr] = sum_k act[m, k] * W[row(t, lr), k] for
 the B routes m of block ``blk``, the CTA's m-tiles t (rows =
-geometry.acc_route_words: 64 x gemm_m_tiles + ACC_PAD, bank-conflict free) and each m-tile's 64 local rows lr (common.make_row_map:
-gated w13 tiles hold 32 gate rows, then the 32 up rows of the same columns).
+geometry.acc_route_words: 64 x gemm_m_tiles + ACC_PAD, so the fragment stores
+are free of bank conflicts) and each m-tile's 64 local rows lr
+(common.make_row_map: gated w13 tiles hold 32 gate rows, then the 32 up rows of
+the same columns).
 
 Data path (pymoe/ref/wgmma.py v2_a_fragments / v2_b_image, checked on the CPU;
 tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
@@ -113,8 +115,8 @@ def ring_slots(block: int) -> int:
 
 def acc_tile_words(block: int, fmt: str = "mxfp4") -> int:
     """fp32 words of the caller's accumulator tile (block routes x
-    geometry.acc_route_words: the CTA's rows, padded): at least the ring (+ 128 bytes to align),
-    which lives there until the tile is written: ring_slots slots where
+    geometry.acc_route_words: the CTA's rows, padded): at least the ring (+ 128
+    bytes to align), which lives there until the tile is written: ring_slots slots where
     v2_cp_ring (the caller then allocates it as dynamic shared memory: 36 KB at
     B = 32, MXFP4; 156-168 KB in the wide loop), else WGMMA_V2_REG_RING
     activation images (static)."""

@@ -186,3 +186,13 @@ def test_ncu_scripts_profile_another_command(tmp_path):
         f"-m pymoe bench --preset gpt-oss-120b --tokens {t} --mode eager --repeats 2 "
         "--no-progress --block-size 128" for t in (1, 8)], args
     assert all("-k regex:^kernel" in a for a in args), args
+    assert all("lts__t_requests.sum" not in a for a in args), args
+    # MEM=1 adds the L2 / DRAM traffic metrics, MORE whatever it names
+    (tmp_path / "ncu_args.txt").unlink()
+    env.update(MEM="1", MORE=",l1tex__t_requests.sum")
+    subprocess.run(["bash", "tools/ncu_kernels.sh", "gpt-oss-120b", "1"], cwd=ROOT, env=env,
+                   capture_output=True, text=True, timeout=60)
+    (a,) = (tmp_path / "ncu_args.txt").read_text().splitlines()
+    metrics = a.split(" --metrics ")[1].split()[0].split(",")
+    assert {"lts__t_requests.sum", "lts__t_sectors_op_read.sum", "dram__bytes_write.sum",
+            "l1tex__t_requests.sum", "gpu__time_duration.sum"} <= set(metrics), metrics

@@ -4,7 +4,8 @@
 #   tools/ncu_kernels.sh [PRESET=gpt-oss-120b] [TOKENS="1 8"]
 # pymoe's kernels are all named "kernel" in ncu's list (Numba's entry names);
 # a forward's launches come in order (decode: fc1, fc2, combine).  The first
-# forward (warm-up) is skipped.  EXTRA: more bench flags (e.g. "--block-size 128").
+# forward (warm-up) is skipped.  EXTRA: more bench flags (e.g. "--block-size 128");
+# MEM / MORE: more metrics (below).
 # Logs: ${OUT:-.}/ncu_T<T>${TAG:-}.txt
 # Another program's kernels (a peer's): CMD (the command line ncu runs instead of
 # pymoe bench, once, logged as T = "cmd") and KREGEX (ncu's -k filter, default
@@ -25,6 +26,15 @@ for r in barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_th
          membar sleeping tex_throttle imc_miss drain misc; do
   M=$M,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
 done
+# MEM=1: also the L2 and DRAM traffic (L2 requests, sectors read / written, hit
+# rate, sectors from the other L2 partition, DRAM bytes; performance.md Speed II
+# step 16 compares them with triton_kernels').  MORE: further metrics, comma-led.
+if [ -n "${MEM:-}" ]; then
+  M=$M,lts__t_requests.sum,lts__t_sectors.sum,lts__t_sectors_op_read.sum
+  M=$M,lts__t_sectors_op_write.sum,lts__t_sector_hit_rate.pct
+  M=$M,lts__t_sectors_srcunit_ltcfabric.sum,dram__bytes_read.sum,dram__bytes_write.sum
+fi
+M=$M${MORE:-}
 [ -n "${CMD:-}" ] && TOKENS=cmd
 for T in $TOKENS; do
   f=${OUT:-.}/ncu_T$T${TAG:-}.txt
@@ -32,6 +42,6 @@ for T in $TOKENS; do
   timeout "${NT:-150}" "$NCU" --clock-control none -k "${KREGEX:-regex:^kernel}" \
     --launch-skip "$SKIP" --launch-count "$COUNT" --metrics "$M" "${cmd[@]}" > "$f" 2>&1
   echo "== $PRESET T=$T rc=$?"
-  grep -E ", Context [0-9]|gpu__time|dram__|issue_active|warps_active|cycles_|registers|grid_size|inst_executed|stalled|occupancy|shared_mem|block_size|throughput|tensor" "$f" \
+  grep -E ", Context [0-9]|gpu__time|dram__|lts__t_|issue_active|warps_active|cycles_|registers|grid_size|inst_executed|stalled|occupancy|shared_mem|block_size|throughput|tensor" "$f" \
     | sed -E 's/\(Array.*//; s/  +/ /g; s/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//'
 done

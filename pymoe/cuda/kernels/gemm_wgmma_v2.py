@@ -412,7 +412,13 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 copy_ktile(uint32(c0), ring_base + uint32(c0 * SLOT), gw0, gs0, gw1, gs1,
                            xoff, r0, r1, hh, stager, a, utid, avec)
             cp_commit()
-        if not fold1:                   # (fold1 makes its scales in registers)
+        fill_table(s2, lut, tid)
+
+    @cuda.jit(device=True, inline=True)
+    def fill_table(s2, lut, tid):
+        """The shared scale table: scale byte -> its 16-bit pair x tmul (every
+        path but fold1's, which makes its scales in registers, e8m0_pair)."""
+        if not fold1:
             for i in range(tid, 256, nthr):
                 s2[i] = pair16(lut[i] * float32(4.0) * tmul)
 
@@ -551,9 +557,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         # route rows, the first activations)
         wb, sb = lane_bases(e, n0, tid, 0)
         wa0, wa1, wa2, wa3, sa0, sa1 = load_w(uint32(0), wb, sb, w, s)
-        if not fold1:                   # (fold1 makes its scales in registers)
-            for i in range(tid, 256, nthr):
-                s2[i] = pair16(lut[i] * float32(4.0) * tmul)
+        fill_table(s2, lut, tid)
         m = tid >> 2                    # threads 4m .. 4m + 3 stage route m,
         hh = uint32(tid & 3)            # one k-step each
         stager = tid < 4 * b

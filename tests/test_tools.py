@@ -73,6 +73,34 @@ def test_ncu_source_top_ranks_instructions_and_opcodes(tmp_path):
     assert len(top) == 2 and "stall_long_sb=900" in top[0] and "BAR.SYNC" in top[1]
 
 
+def test_ncu_source_top_l2_sectors_by_instruction(tmp_path):
+    """SourceCounters' global L2 sectors: the total with its excess over the
+    ideal, by opcode, and the instructions that move the most with their sectors
+    per executed instruction (20 on a copy whose warp should take 16)."""
+    r = _source_top(tmp_path, 3,
+                    '"Address","Source","Warp Stall Sampling (All Samples)",'
+                    '"Instructions Executed","L2 Theoretical Sectors Global Excessive",'
+                    '"L2 Theoretical Sectors Global","L2 Theoretical Sectors Global Ideal"\n'
+                    '"0x10","LDGSTS.E.BYPASS.128 [R3], desc[UR4][R4.64]","100","10","40",'
+                    '"200","160"\n'
+                    '"0x20","LDG.E R5, [R2.64]","50","10","0","10","10"\n'
+                    '"0x30","@P1 BRA 0x10","10","10","0","0","0"\n')
+    assert "L2 sectors, global (L2 Theoretical Sectors Global): 210, excessive 40 (19.0%), " \
+           "ideal 170" in r.stdout
+    assert "L2 sectors by opcode: LDGSTS=95.2% LDG=4.8%" in r.stdout
+    top = r.stdout.split("by L2 sectors")[1].strip().splitlines()[1:]
+    assert len(top) == 2, r.stdout
+    assert top[0].split()[:4] == ["0x10", "200", "40", "20.0"] and "LDGSTS" in top[0]
+    assert top[1].split()[:4] == ["0x20", "10", "0", "1.0"]
+
+
+def test_ncu_source_top_without_memory_columns(tmp_path):
+    """A source page from WarpStateStats alone prints no memory section."""
+    r = _source_top(tmp_path, 1, '"Address","Source","Warp Stall Sampling (All Samples)"\n'
+                                 '"0x10","LDG.E R5, [R2.64]","5"\n')
+    assert "L2 sectors" not in r.stdout and "1 instructions, 5 samples" in r.stdout
+
+
 def test_ncu_source_top_samples_by_region(tmp_path):
     """The regions: a loop is a backward branch and its target (an instruction
     counts in the innermost loop holding it), the rest is "outside loops"; each

@@ -2,7 +2,8 @@
 # Where one kernel's warps stall, instruction by instruction (ncu's warp-state
 # sampling on the SASS): the top instructions by samples and the samples by
 # opcode, so a stall reason from tools/ncu_kernels.sh can be pinned to a load,
-# a barrier or a wgmma wait.
+# a barrier or a wgmma wait; and (SourceCounters) the global L2 sectors each
+# instruction moves, so a copy that fetches more sectors than its bytes shows.
 #   tools/ncu_source.sh [PRESET=qwen3-30b-a3b] [TOKENS=4096] [SKIP=6]
 # SKIP: pymoe launches to skip before the one profiled (all pymoe kernels are
 # named "kernel").  On the H200 (2026-12-01, the packed regime) SKIP=6 profiled

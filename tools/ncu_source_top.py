@@ -3,7 +3,10 @@
 columns that have any samples), the samples summed by opcode, and by region: each
 loop (a backward branch and its target; an instruction counts in the innermost
 loop holding it) and the code outside loops, with its tensor-core instructions
-and its share of the executed instructions (a k-loop against an epilogue loop).
+and its share of the executed instructions (a k-loop against an epilogue loop);
+with SourceCounters' memory columns, the global L2 sectors by opcode and the
+instructions that move the most (sectors per executed instruction: 16 is a
+warp's 512 aligned bytes).
 
     python3 tools/ncu_source_top.py REPORT.csv [TOP=30]
 """
@@ -62,7 +65,54 @@ def main(argv=None) -> int:
     for r in sorted(rows, key=lambda r: -_num(r[total]))[:top]:
         why = " ".join(f"{c}={r[c]}" for c in reasons if _num(r[c]) > 0)
         print(f"  {r[addr]:>8} {_num(r[total]) / s_all:6.1%}  {r[src].strip()[:60]:60}  {why[:120]}")
+    _memory(rows, src, addr, execd, top)
     return 0
+
+
+def _col(cols, *words, without=()):
+    """The first column whose lower-cased name holds every word and none of
+    ``without``, or None."""
+    for c in cols:
+        low = c.lower()
+        if all(w in low for w in words) and not any(w in low for w in without):
+            return c
+    return None
+
+
+def _memory(rows, src, addr, execd, top) -> None:
+    """The global-memory L2 sectors of SourceCounters (ncu's theoretical
+    sectors, from each instruction's addresses): the total and its excess over
+    the ideal, by opcode, and the instructions that move the most, with the
+    sectors per executed (warp-level) instruction: a warp's 512 aligned bytes
+    are 16, so more than that on a copy means split or scattered sectors."""
+    cols = list(rows[0])
+    l2 = _col(cols, "l2", "sectors", "global", without=("excessive", "ideal"))
+    if l2 is None:
+        return
+    exc = _col(cols, "l2", "sectors", "global", "excessive")
+    ideal = _col(cols, "l2", "sectors", "global", "ideal")
+    t = sum(_num(r[l2]) for r in rows)
+    if t == 0:
+        return
+    e = sum(_num(r[exc]) for r in rows) if exc else 0.0
+    i = sum(_num(r[ideal]) for r in rows) if ideal else 0.0
+    extra = (f", excessive {e:.0f} ({e / t:.1%})" if exc else "") + \
+            (f", ideal {i:.0f}" if ideal else "")
+    print(f"L2 sectors, global ({l2}): {t:.0f}{extra}")
+    ops = Counter()
+    for r in rows:
+        m = re.match(r"\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", r[src])
+        ops[m.group(2) if m else "?"] += _num(r[l2])
+    print("L2 sectors by opcode: " + " ".join(f"{o}={n / t:.1%}" for o, n in ops.most_common(8)
+                                              if n > 0))
+    print(f"top {top} instructions by L2 sectors (sectors, excessive, per executed):")
+    for r in sorted(rows, key=lambda r: -_num(r[l2]))[:top]:
+        n = _num(r[l2])
+        if n == 0:
+            break
+        per = f"{n / _num(r[execd]):6.1f}" if execd and _num(r[execd]) else "     -"
+        ex = f"{_num(r[exc]):12.0f}" if exc else ""
+        print(f"  {r[addr]:>8} {n:12.0f}{ex} {per}  {r[src].strip()[:60]}")
 
 
 def _regions(rows, src, addr, total, s_all, execd) -> None:

@@ -56,8 +56,7 @@ def main(argv=None) -> int:
     print(f"{len(rows)} instructions, {s_all:.0f} samples ({total})")
     ops = Counter()
     for r in rows:
-        m = re.match(r"\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", r[src])
-        ops[m.group(2) if m else "?"] += _num(r[total])
+        ops[_opcode(r[src])] += _num(r[total])
     print("samples by opcode: " + " ".join(f"{o}={n / s_all:.1%}" for o, n in ops.most_common(16)))
     execd = next((c for c in cols if c.strip() == "Instructions Executed"), None)
     _regions(rows, src, addr, total, s_all, execd)
@@ -67,6 +66,12 @@ def main(argv=None) -> int:
         print(f"  {r[addr]:>8} {_num(r[total]) / s_all:6.1%}  {r[src].strip()[:60]:60}  {why[:120]}")
     _memory(rows, src, addr, execd, top)
     return 0
+
+
+def _opcode(sass: str) -> str:
+    """The opcode of one SASS line, past its predicate ("?" if none)."""
+    m = re.match(r"\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass)
+    return m.group(2) if m else "?"
 
 
 def _col(cols, *words, without=()):
@@ -101,8 +106,7 @@ def _memory(rows, src, addr, execd, top) -> None:
     print(f"L2 sectors, global ({l2}): {t:.0f}{extra}")
     ops = Counter()
     for r in rows:
-        m = re.match(r"\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", r[src])
-        ops[m.group(2) if m else "?"] += _num(r[l2])
+        ops[_opcode(r[src])] += _num(r[l2])
     print("L2 sectors by opcode: " + " ".join(f"{o}={n / t:.1%}" for o, n in ops.most_common(8)
                                               if n > 0))
     print(f"top {top} instructions by L2 sectors (sectors, excessive, per executed):")

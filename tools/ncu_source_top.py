@@ -45,9 +45,8 @@ def main(argv=None) -> int:
         return 1
     cols = list(rows[0])
     src = next((c for c in cols if c.strip().lower() in ("source", "sass")), cols[1])
-    addr = next((c for c in cols if "address" in c.lower()), cols[0])
-    total = next((c for c in cols if "sampling" in c.lower() and "all" in c.lower()),
-                 next((c for c in cols if "sampl" in c.lower()), None))
+    addr = _col(cols, "address") or cols[0]
+    total = _col(cols, "sampling", "all") or _col(cols, "sampl")
     if total is None:
         print(f"{path}: no sampling column among {cols}")
         return 1

@@ -242,11 +242,11 @@ assert DECODE_RING & (DECODE_RING - 1) == 0 and DECODE_RING >= 2 * DECODE_ROW_GR
 V2_TILE_ROWS = 16
 V2_TILE_K = 64
 V2_LANE_WORDS = 4
-# Route packing: CTAs of ROUTE_PACK_THREADS, each scattering one tile of about
-# ROUTE_PACK_TILE consecutive routes (route_pack_grid); expert counters and
-# cursors live in shared memory (each CTA counts every route itself: no
-# scratch, no grid-wide sync).
-ROUTE_PACK_THREADS = 256
+# Route packing: CTAs of ROUTE_PACK_THREADS (a power of two), each scattering one
+# tile of about ROUTE_PACK_TILE consecutive routes (route_pack_grid) in rounds of
+# ROUTE_PACK_THREADS; expert counters and cursors live in shared memory (each CTA
+# counts every route itself: no scratch, no grid-wide sync).
+ROUTE_PACK_THREADS = 1024
 ROUTE_PACK_MAX_EXPERTS = 1024
 ROUTE_PACK_TILE = 1024
 ROUTE_PACK_MAX_CTAS = 128

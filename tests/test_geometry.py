@@ -154,12 +154,15 @@ def test_decode_row_groups_and_grid():
 
 def test_route_pack_grid():
     """Whole rounds a tile, every CTA some routes, one CTA a ROUTE_PACK_TILE
-    routes (balanced) up to ROUTE_PACK_MAX_CTAS."""
+    routes (balanced) up to ROUTE_PACK_MAX_CTAS: the tile is the fewest whole
+    rounds that cover R on that many CTAs (which may then leave some idle)."""
     for r in (1, 255, 256, 1024, 1025, 4096 * 4, 8192 * 8, 10 ** 6):
         ctas, tile = geo.route_pack_grid(r)
         assert tile % geo.ROUTE_PACK_THREADS == 0
         want = min(-(-r // geo.ROUTE_PACK_TILE), geo.ROUTE_PACK_MAX_CTAS)
-        assert want - 1 <= ctas <= want                  # whole rounds may drop one
+        per = -(-r // want)
+        assert tile == -(-per // geo.ROUTE_PACK_THREADS) * geo.ROUTE_PACK_THREADS
+        assert ctas <= want
         assert (ctas - 1) * tile < r <= ctas * tile
     assert geo.route_pack_grid(1000) == (1, 1024)
 

@@ -47,15 +47,19 @@ def _pack(mod, ids, emap, E, block, xp):
 def test_multi_cta_route_pack_equals_reference(routing, monkeypatch):
     from pymoe.cuda import route_pack as cuda_rp
     from pymoe.ref import route_pack as ref_rp
-    if CUDASIM:
-        monkeypatch.setattr(geo, "ROUTE_PACK_TILE", geo.ROUTE_PACK_THREADS)
+    from pymoe.cuda.kernels import route_pack as kern
+    if CUDASIM:                    # the simulator's CTA (kern.THREADS) and tiles of 2 rounds
+        monkeypatch.setattr(geo, "ROUTE_PACK_THREADS", kern.THREADS)
+        monkeypatch.setattr(geo, "ROUTE_PACK_TILE", 2 * kern.THREADS)
         shapes = {"uniform": [(150, 4, 8, 16), (97, 3, 5, 8), (300, 4, 8, 16)],
                   "map": [(150, 4, 8, 16), (300, 4, 8, 16)]}.get(routing, [(150, 4, 8, 16)])
-        # (300 x 4 routes: the count loop's 4-route rounds run; 600 routes do not)
+        # (600 routes: the count loop's 4-route rounds run, 291 do not; a last
+        # tile of one round or less)
         xp = np
     else:
         import cupy as xp
-        shapes = [(150, 4, 8, 16), (4096, 4, 128, 64), (8192, 8, 128, 64), (5000, 8, 256, 32)]
+        shapes = [(150, 4, 8, 16), (4096, 4, 128, 64), (8192, 8, 128, 64), (5000, 8, 256, 32),
+                  (20000, 8, 256, 32)]           # 160000 routes: tiles of 2 rounds
     rng = np.random.default_rng(7)
     grids = []
     for T, k, E, block in shapes:

@@ -7,36 +7,49 @@ experts, G experts in the id space (global under EP), B block, S slots.
         increasing r; other slots = R (sentinel)
     block_expert_ids[b] = owner of slots [b*B, (b+1)*B) or -1 past the total
 
-Grid: geometry.route_pack_grid(R) CTAs; CTA c owns the routes of one tile
-[c*tile, (c+1)*tile).  No scratch and no grid-wide sync: every CTA counts
-every route itself (the expert histogram, and separately the routes before its
-tile), so every CTA knows the padded offsets and where each of its routes goes:
-    1. count (shared-memory atomics), 2. padded exclusive prefix (thread 0;
-    CTA 0 writes expert_offsets and the count), 3. the sentinels of the
-    padding slots and the block owners, grid-strided (padding and route slots
-    are disjoint, so no CTA's sentinel lands on another's route),
-    4. the tile's routes scattered stably in rounds of THREADS (one per thread,
-    in r order): a route's rank in its round is the number of earlier threads
-    of the round with the same expert (a shared-memory scan), added to the
-    expert's running cursor (its offset + the routes before the tile).
-Step 4 is O(tile * THREADS) shared-memory reads a CTA (one CTA did all R
-before); step 1 is O(R) a CTA, in rounds of 4 routes a thread whose id loads
-issue together (one global latency a round, not a route).  Only shared memory, atomics and __syncthreads,
-so it runs under the CUDA simulator too.  E <= MAX_EXPERTS.
+Grid: geometry.route_pack_grid(R) CTAs of THREADS (1024); CTA c owns the routes
+of one tile [c*tile, (c+1)*tile).  No scratch and no grid-wide sync: every CTA
+counts every route itself (the expert histogram, and separately the routes
+before its tile), so every CTA knows the padded offsets and where each of its
+routes goes:
+    1. count (shared-memory atomics), 2. padded exclusive prefix (a scan over
+    the threads, one expert a thread; CTA 0 writes expert_offsets and the
+    count), 3. the sentinels of the padding slots and the block owners,
+    grid-strided (padding and route slots are disjoint, so no CTA's sentinel
+    lands on another's route),
+    4. the tile's routes scattered stably in rounds of THREADS: the round's
+    keys (expert << IDX_BITS | position, invalid routes last) sorted in shared
+    memory (bitonic, log2(THREADS) (log2(THREADS) + 1) / 2 barriers), so sorted
+    position p - the first position of its expert is the route's rank among the
+    round's routes of that expert; added to the expert's running cursor (its
+    offset + the routes before the round), and consecutive threads store
+    consecutive slots.
+Step 1 is O(R) a CTA, in rounds of 4 routes a thread whose id loads issue
+together (one global latency a round, not a route), so the CTA is wide; step 4
+is O(THREADS log^2 THREADS) a round.  Only shared memory, atomics and
+__syncthreads, so it runs under the CUDA simulator too.  E <= MAX_EXPERTS.
+Performance.md Speed II step 18: 102 -> ? us at R = 32768.
 """
 from __future__ import annotations
 
 from numba import cuda, int32
 
 from ...geometry import ROUTE_PACK_MAX_EXPERTS, ROUTE_PACK_THREADS, LaunchKey
+from .intrinsics import SIM
 from .routes import expert_of, load_id, local_expert
 from .spec import KernelSpec
 
 __all__ = ["build"]
 
-THREADS = ROUTE_PACK_THREADS
+# The simulator runs a CTA as Python threads, and 1024 of them make each of the
+# sort's barriers slow: there a CTA is 128 threads.  Any power of two dividing
+# route_pack_grid's tile works (a tile is then several rounds).
+THREADS = 128 if SIM else ROUTE_PACK_THREADS
 MAX_EXPERTS = ROUTE_PACK_MAX_EXPERTS
 OFF_N = MAX_EXPERTS + 1                  # offsets[0 .. E] (a constant: Numba's shape)
+IDX_BITS = THREADS.bit_length() - 1      # a round's route index in a sort key
+EPT = -(-MAX_EXPERTS // THREADS)         # experts a thread in the offsets' scan
+assert THREADS == 1 << IDX_BITS and ROUTE_PACK_THREADS % THREADS == 0
 
 
 @cuda.jit(device=True, inline=True)
@@ -70,6 +83,8 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
     cnt = cuda.shared.array(MAX_EXPERTS, int32)
     cur = cuda.shared.array(MAX_EXPERTS, int32)
     off = cuda.shared.array(OFF_N, int32)
+    scan = cuda.shared.array(THREADS, int32)
+    first = cuda.shared.array(MAX_EXPERTS, int32)
     keys = cuda.shared.array(THREADS, int32)
     t0 = cta * tile
     t1 = min(t0 + tile, n_routes)
@@ -92,15 +107,34 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
         _count(local_expert(ids, stride, r, emap, has_map, num_ids), r, t0, cnt, cur)
         r += THREADS
     cuda.syncthreads()
-    if tid == 0:                                             # 2. padded exclusive prefix
-        run = 0
-        for e in range(n_exp):
+    blk = int32(block)                                       # 2. padded exclusive
+    mine = int32(0)                                          # prefix: a scan over
+    for q in range(EPT):                                     # threads, EPT experts
+        e = tid * EPT + q                                    # each
+        if e < n_exp:
+            mine += (cnt[e] + blk - 1) // blk * blk
+    scan[tid] = mine
+    cuda.syncthreads()
+    d = 1
+    while d < THREADS:                                       # inclusive (Hillis-Steele)
+        x = int32(0)
+        if tid >= d:
+            x = scan[tid - d]
+        cuda.syncthreads()
+        scan[tid] += x
+        cuda.syncthreads()
+        d *= 2
+    run = scan[tid] - mine
+    for q in range(EPT):
+        e = tid * EPT + q
+        if e < n_exp:
             off[e] = run
             cur[e] += run
-            run += (cnt[e] + block - 1) // block * block
-        off[n_exp] = run
-        if cta == 0:
-            count[0] = run
+            run += (cnt[e] + blk - 1) // blk * blk
+            if e == n_exp - 1:
+                off[n_exp] = run
+                if cta == 0:
+                    count[0] = run
     cuda.syncthreads()
     if cta == 0:
         for e in range(tid, n_exp + 1, THREADS):
@@ -123,27 +157,46 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
         beid[b] = owner
     for base in range(t0, t1, THREADS):                      # 4. stable scatter in rounds
         r = base + tid
-        e = -1
+        e = MAX_EXPERTS                                      # invalid: sorts last
         if r < t1:
-            e = local_expert(ids, stride, r, emap, has_map, num_ids)
-        keys[tid] = e
+            le = local_expert(ids, stride, r, emap, has_map, num_ids)
+            if le >= 0:
+                e = le
+        keys[tid] = (e << IDX_BITS) | tid                    # unique: r order within e
+        cuda.syncthreads()
+        k = 2
+        while k <= THREADS:                                  # bitonic sort, ascending
+            j = k // 2
+            while j > 0:
+                p = tid ^ j
+                if p > tid:
+                    a = keys[tid]
+                    b = keys[p]
+                    if (a > b) == ((tid & k) == 0):
+                        keys[tid] = b
+                        keys[p] = a
+                cuda.syncthreads()
+                j //= 2
+            k *= 2
+        kk = keys[tid]
+        e = kk >> IDX_BITS
+        if e < MAX_EXPERTS:                                  # the first of a run of e
+            if tid == 0 or (keys[tid - 1] >> IDX_BITS) != e:
+                first[e] = tid
         cuda.syncthreads()
         rank = 0
-        last = True
-        if e >= 0:
-            for i in range(THREADS):
-                if keys[i] == e:
-                    if i < tid:
-                        rank += 1
-                    elif i > tid:
-                        last = False
-            pri[cur[e] + rank] = r
+        last = False
+        if e < MAX_EXPERTS:
+            rank = tid - first[e]
+            pri[cur[e] + rank] = base + (kk & (THREADS - 1))
+            last = tid == THREADS - 1 or (keys[tid + 1] >> IDX_BITS) != e
         cuda.syncthreads()                                   # every cursor read first
-        if e >= 0 and last:
+        if last:
             cur[e] += rank + 1
         cuda.syncthreads()
 
 
 def build(key: LaunchKey) -> KernelSpec:
     return KernelSpec(_kernel, ("i4[]", "i8", "i8", "i4[]", "i8", "i8", "i8", "i8",
-                                "i4[]", "i4[]", "i8", "i4[]", "i8", "i4[]", "i8"), THREADS)
+                                "i4[]", "i4[]", "i8", "i4[]", "i8", "i4[]", "i8"), THREADS,
+                      max_regs=65536 // THREADS)        # the whole CTA on one SM

@@ -141,7 +141,7 @@ def test_ptx_pack_writes_each_bench_key_once(tmp_path):
     ptx_pack = _ptx_pack()
     out = tmp_path / "pack"
     cmd = [sys.executable, "tools/ptx_pack.py", "pack", str(out), "--preset", "tiny",
-           "--tokens", "1"]
+           "--tokens", "1", "--jobs", "2"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     assert r.returncode == 0, r.stderr
@@ -173,6 +173,25 @@ def test_ptx_pack_peer_layer_keys():
     pgemm = [k for k in peer if k.kernel in ("fc1", "decode_fc1")]
     assert {k.activation for k in pgemm} == {"silu"} and not any(k.has_bias for k in pgemm)
     assert [(k.kernel, k.block) for k in own] == [(k.kernel, k.block) for k in peer]
+
+
+def test_ptx_pack_test_case_and_suite_keys():
+    """--case: the keys a test_wgmma.py case binds (T = 65 on 8 experts: packed,
+    wgmma unless the id names another GEMM); --gpu-suite: test_gpu.py's cases
+    reach both regimes, every packed GEMM key on wgmma (their random scales fold),
+    each key once.  Selection only, nothing compiled."""
+    ptx_pack = _ptx_pack()
+    keys = ptx_pack.case_keys("65-256-144-8-2-bfloat16-mxfp4-silu-gate_up")
+    assert [(k.kernel, k.gemm) for k in keys] == [
+        ("route_pack", ""), ("fc1", "wgmma"), ("fc2", "wgmma"), ("combine", "")]
+    assert keys[1].hidden_size == 256 and keys[1].intermediate_size == 144
+    mma = ptx_pack.case_keys("65-256-144-8-2-float16-nvfp4-silu-gate_up-mma")
+    assert {k.gemm for k in mma if k.kernel in ("fc1", "fc2")} == {"mma"}
+    suite = ptx_pack.suite_keys()
+    assert len(set(suite)) == len(suite)
+    kinds = {k.kernel for k in suite}
+    assert {"route_pack", "fc1", "fc2", "combine", "decode_fc1", "decode_fc2"} <= kinds
+    assert {k.gemm for k in suite if k.kernel in ("fc1", "fc2")} == {"wgmma"}
 
 
 def test_ncu_scripts_profile_another_command(tmp_path):

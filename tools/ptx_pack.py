@@ -8,13 +8,21 @@ disk cache there, so a device call spends its minutes timing, not compiling.
 
 pack writes one JSON file a LaunchKey ({"key": ..., "ptx": ...}): every key
 `pymoe bench` prewarms for those presets and token counts (Caps.reachable_keys
-at max(tokens), the GEMMs the random layer's scale bytes select on sm_90).
+at max(tokens), the GEMMs the random layer's scale bytes select on sm_90;
+--preset "" for none), and with --case SPEC (repeatable) the keys one of
+tests/cuda/test_wgmma.py's cases binds ("T-H-I-E-K-DTYPE-FORMAT-ACT-LAYOUT[-GEMM]",
+bias on, GEMM default wgmma), with --gpu-suite those of every differential case
+of tests/cuda/test_gpu.py (what auto picks on sm_90 for its weights); --jobs N
+compiles N at once.
 install recomputes each key's disk-cache path on the device (its numba, driver
 and the tree's source hash) and writes the entry there, so the bench's prewarm
 reads it from disk.  A key the pack missed is still compiled on the device.
 
-The PTX comes from this machine's NVVM (toolkit 13.5, PTX ISA 9.5); the device's
-driver takes ISA 9.0 at most, so pack lowers the .version line.  The code is
+With `pip install nvidia-nvvm==13.0.88` here, Numba uses the H200's own NVVM
+release (CUDA 13.0, build CL-36424714: PTX ISA 9.0, the same header as the
+device's compile), and pack says which release made each pack.  With the
+default wheel (toolkit 13.5, PTX ISA 9.5) the device's driver takes ISA 9.0 at
+most, so pack lowers the .version line.  The code is
 the same NVVM pipeline one minor release on (--check in install compiles one
 key there and compares: on 2026-12-01 the two differed in register numbering
 and order only, and main's bench figures from packed PTX matched the
@@ -80,23 +88,88 @@ def bench_keys(a) -> list:
     return keys
 
 
+def problem_keys(p, gemm=None) -> list:
+    """The keys tests/cuda/diff.py's run_problem binds for problem p on sm_90
+    (gemm: PYMOE_GEMM's; None: what auto picks for p's weights)."""
+    import numpy as np
+    import pymoe
+    from pymoe.cuda.device_weights import _scale_bytes
+    case = p.case
+    caps = pymoe.Caps.for_weights(p.experts, max_tokens=max(1, case.T), top_k=case.k,
+                                  dtype=case.dtype,
+                                  apply_router_weight_on_input=case.on_input,
+                                  global_num_experts=None if p.expert_map is None
+                                  else p.expert_map.shape[0])
+    saved = os.environ.get("PYMOE_GEMM")
+    os.environ["PYMOE_GEMM"] = gemm or caps.gemms((9, 0), _scale_bytes(p.experts))[0]
+    try:
+        plan = pymoe.plan(caps)
+        x = p.x.view(np.uint16) if case.dtype == "bfloat16" else p.x
+        b = plan.bind(scratch=np.zeros(plan.scratch_nbytes, np.uint8), x=x,
+                      experts=p.experts, topk_weights=p.topk_weights, topk_ids=p.topk_ids,
+                      out=np.zeros_like(x), expert_map=p.expert_map)
+    finally:
+        if saved is None:
+            del os.environ["PYMOE_GEMM"]
+        else:
+            os.environ["PYMOE_GEMM"] = saved
+    return list(b.keys)
+
+
+def case_keys(spec: str) -> list:
+    """problem_keys of a test_wgmma.py case id (see the module docstring)."""
+    from tests.problems import Case, make_problem
+    f = spec.split("-")
+    t, h, i, e, k = (int(v) for v in f[:5])
+    p = make_problem(Case(t, h, i, e, k, dtype=f[5], format=f[6], activation=f[7],
+                          layout=f[8], bias=True, seed=t))
+    return problem_keys(p, f[9] if len(f) > 9 else "wgmma")
+
+
+def suite_keys() -> list:
+    """problem_keys of tests/cuda/test_gpu.py's differential cases."""
+    from tests.cuda.test_gpu import _families
+    from tests.problems import make_problem
+    keys = []
+    for case in _families():
+        keys += [k for k in problem_keys(make_problem(case)) if k not in keys]
+    return keys
+
+
+def _compile(k) -> str:
+    from pymoe.cuda import launch
+    ptx, _ = launch.compile_ptx(k, (9, 0))
+    return re.sub(r"^\.version \d+\.\d+", ".version 9.0", ptx, count=1, flags=re.M)
+
+
 def pack(a) -> int:
     _tree(a)
-    from pymoe.cuda import launch
     os.makedirs(a.dir, exist_ok=True)
-    keys = bench_keys(a)
-    n = 0
+    keys = bench_keys(a) if a.preset else []
+    for spec in a.case:
+        keys += [k for k in case_keys(spec) if k not in keys]
+    if a.gpu_suite:
+        keys += [k for k in suite_keys() if k not in keys]
+    todo = []
     for i, k in enumerate(keys):
         path = os.path.join(a.dir, f"{i:03d}_{k.kernel}.json")
         if os.path.exists(path):
-            continue
-        ptx, _ = launch.compile_ptx(k, (9, 0))
-        ptx = re.sub(r"^\.version \d+\.\d+", ".version 9.0", ptx, count=1, flags=re.M)
-        with open(path, "w") as fh:
-            json.dump({"key": _key_to_json(k), "ptx": ptx}, fh)
-        n += 1
-        print(f"packed {path}", flush=True)
-    print(f"{len(keys)} keys, {n} compiled now, in {a.dir}")
+            with open(path) as fh:
+                if json.load(fh)["key"] == _key_to_json(k):
+                    continue                # packed before (another selection: redo)
+        todo.append((path, k))
+    n = 0
+    release = None
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(max(1, a.jobs)) as ex:
+        for (path, k), ptx in zip(todo, ex.map(_compile, [k for _, k in todo])):
+            with open(path, "w") as fh:
+                json.dump({"key": _key_to_json(k), "ptx": ptx}, fh)
+            n += 1
+            release = re.search(r"^// Cuda compilation tools, (.*)$", ptx, re.M)
+            print(f"packed {path}", flush=True)
+    print(f"{len(keys)} keys, {n} compiled now, in {a.dir}"
+          + (f" (NVVM: {release.group(1)})" if release else ""))
     return 0
 
 
@@ -139,6 +212,12 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--block-size", type=int, default=None)
     p.add_argument("--decode-max-tokens", type=int, default=None)
+    p.add_argument("--case", action="append", default=[],
+                   help="a test_wgmma.py case's keys too (T-H-I-E-K-DTYPE-FORMAT-ACT-LAYOUT"
+                        "[-GEMM])")
+    p.add_argument("--gpu-suite", action="store_true",
+                   help="the keys of tests/cuda/test_gpu.py's differential cases too")
+    p.add_argument("--jobs", type=int, default=1)
     i = sub.add_parser("install")
     i.add_argument("dir")
     i.add_argument("--tree", default=".")

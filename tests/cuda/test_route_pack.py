@@ -13,7 +13,8 @@ pytestmark = [pytest.mark.cudasim] if CUDASIM else [pytest.mark.gpu]
 
 
 def _routes(routing, T, k, E, rng):
-    """topk_ids [T, k] int32 and an expert map (or None) over G = E or 2E ids."""
+    """topk_ids [T, k] (int32; int64 for "int64") and an expert map (or None)
+    over G = E or 2E ids."""
     G = 2 * E if routing == "map" else E
     ids = np.stack([rng.permutation(G)[:k] for _ in range(T)]).astype(np.int32)
     emap = None
@@ -24,6 +25,10 @@ def _routes(routing, T, k, E, rng):
     elif routing == "invalid":
         bad = rng.random((T, k)) < 0.2
         ids[bad] = rng.choice(np.array([-1, E, 2 ** 31 - 1], np.int32), bad.sum())
+    elif routing == "int64":                      # int64 ids (torch.topk's), some past int32
+        ids = ids.astype(np.int64)
+        bad = rng.random((T, k)) < 0.2
+        ids[bad] = rng.choice(np.array([-1, E, 2 ** 32 + 1, -2 ** 32], np.int64), bad.sum())
     elif routing == "map":                        # EP: half of the ids live elsewhere
         emap = np.full(G, -1, np.int32)
         mine = rng.permutation(G)[:E]
@@ -43,7 +48,8 @@ def _pack(mod, ids, emap, E, block, xp):
     return [np.asarray(b.get() if hasattr(b, "get") else b) for b in bufs]
 
 
-@pytest.mark.parametrize("routing", ["uniform", "skewed", "one_expert", "invalid", "map"])
+@pytest.mark.parametrize("routing", ["uniform", "skewed", "one_expert", "invalid", "int64",
+                                     "map"])
 def test_multi_cta_route_pack_equals_reference(routing, monkeypatch):
     from pymoe.cuda import route_pack as cuda_rp
     from pymoe.ref import route_pack as ref_rp

@@ -32,7 +32,7 @@ Performance.md Speed II step 18: 102 -> ? us at R = 32768.
 """
 from __future__ import annotations
 
-from numba import cuda, int32
+from numba import cuda, int32, uint32, uint64
 
 from ...geometry import ROUTE_PACK_MAX_EXPERTS, ROUTE_PACK_THREADS, LaunchKey
 from .intrinsics import SIM
@@ -68,12 +68,51 @@ def _owner(off, n_exp, s):
 
 @cuda.jit(device=True, inline=True)
 def _count(e, r, t0, cnt, cur):
-    """Count route r of local expert e (< 0: invalid) and, before the tile, its
-    cursor."""
+    """Count route r of local expert e (< 0: invalid): before the tile into cur,
+    from it on into cnt (the total is their sum)."""
     if e >= 0:
-        cuda.atomic.add(cnt, e, 1)
         if r < t0:
-            cuda.atomic.add(cur, e, 1)                       # routes before the tile
+            cuda.atomic.add(cur, e, 1)
+        else:
+            cuda.atomic.add(cnt, e, 1)
+
+
+@cuda.jit(device=True, inline=True)
+def _id32(ids, r, wide, nid):
+    """(id, valid) of route r (uint64) without an expert map: int32 ids, or
+    (wide) int64 ids as int32 pairs, valid in [0, nid) (high word 0)."""
+    if wide:
+        e = uint32(ids[r * uint64(2)])
+        return e, e < nid and ids[r * uint64(2) + uint64(1)] == 0
+    e = uint32(ids[r])
+    return e, e < nid
+
+
+@cuda.jit(device=True, inline=True)
+def _count_ids(ids, wide, r, hi, nid, hist):
+    """No expert map (the common case): hist[id] += 1 for the routes r,
+    r + THREADS, ... < hi whose id is valid (_id32), four a round, loads first.
+    Unsigned throughout: no wraparound code on the loads (r, hi uint64; nid
+    uint32)."""
+    while r + uint64(3 * THREADS) < hi:
+        e0, k0 = _id32(ids, r, wide, nid)
+        e1, k1 = _id32(ids, r + uint64(THREADS), wide, nid)
+        e2, k2 = _id32(ids, r + uint64(2 * THREADS), wide, nid)
+        e3, k3 = _id32(ids, r + uint64(3 * THREADS), wide, nid)
+        if k0:
+            cuda.atomic.add(hist, e0, 1)
+        if k1:
+            cuda.atomic.add(hist, e1, 1)
+        if k2:
+            cuda.atomic.add(hist, e2, 1)
+        if k3:
+            cuda.atomic.add(hist, e3, 1)
+        r += uint64(4 * THREADS)
+    while r < hi:
+        e0, k0 = _id32(ids, r, wide, nid)
+        if k0:
+            cuda.atomic.add(hist, e0, 1)
+        r += uint64(THREADS)
 
 
 def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
@@ -92,26 +131,36 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
         cnt[e] = 0
         cur[e] = 0
     cuda.syncthreads()
-    r = tid                                                  # 1. count, 4 routes a
-    while r + 3 * THREADS < n_routes:                        # round: loads first
-        a0, b0 = load_id(ids, stride, r)
-        a1, b1 = load_id(ids, stride, r + THREADS)
-        a2, b2 = load_id(ids, stride, r + 2 * THREADS)
-        a3, b3 = load_id(ids, stride, r + 3 * THREADS)
-        _count(expert_of(a0, b0, emap, has_map, num_ids), r, t0, cnt, cur)
-        _count(expert_of(a1, b1, emap, has_map, num_ids), r + THREADS, t0, cnt, cur)
-        _count(expert_of(a2, b2, emap, has_map, num_ids), r + 2 * THREADS, t0, cnt, cur)
-        _count(expert_of(a3, b3, emap, has_map, num_ids), r + 3 * THREADS, t0, cnt, cur)
-        r += 4 * THREADS
-    while r < n_routes:
-        _count(local_expert(ids, stride, r, emap, has_map, num_ids), r, t0, cnt, cur)
-        r += THREADS
+    if has_map == 0:                                         # 1. count: routes before
+        nid = uint32(num_ids)                                # the tile into cur, the
+        if stride == 1:                                      # rest into cnt
+            _count_ids(ids, False, uint64(tid), uint64(t0), nid, cur)
+            _count_ids(ids, False, uint64(t0 + tid), uint64(n_routes), nid, cnt)
+        else:
+            _count_ids(ids, True, uint64(tid), uint64(t0), nid, cur)
+            _count_ids(ids, True, uint64(t0 + tid), uint64(n_routes), nid, cnt)
+    else:                                                    # an expert map:
+        r = tid                                              # 4 routes a round,
+        while r + 3 * THREADS < n_routes:                    # loads first
+            a0, b0 = load_id(ids, stride, r)
+            a1, b1 = load_id(ids, stride, r + THREADS)
+            a2, b2 = load_id(ids, stride, r + 2 * THREADS)
+            a3, b3 = load_id(ids, stride, r + 3 * THREADS)
+            _count(expert_of(a0, b0, emap, has_map, num_ids), r, t0, cnt, cur)
+            _count(expert_of(a1, b1, emap, has_map, num_ids), r + THREADS, t0, cnt, cur)
+            _count(expert_of(a2, b2, emap, has_map, num_ids), r + 2 * THREADS, t0, cnt, cur)
+            _count(expert_of(a3, b3, emap, has_map, num_ids), r + 3 * THREADS, t0, cnt, cur)
+            r += 4 * THREADS
+        while r < n_routes:
+            _count(local_expert(ids, stride, r, emap, has_map, num_ids), r, t0, cnt, cur)
+            r += THREADS
     cuda.syncthreads()
     blk = int32(block)                                       # 2. padded exclusive
     mine = int32(0)                                          # prefix: a scan over
     for q in range(EPT):                                     # threads, EPT experts
-        e = tid * EPT + q                                    # each
-        if e < n_exp:
+        e = tid * EPT + q                                    # each (cnt: the total
+        if e < n_exp:                                        # from here on)
+            cnt[e] += cur[e]
             mine += (cnt[e] + blk - 1) // blk * blk
     scan[tid] = mine
     cuda.syncthreads()
@@ -155,44 +204,45 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
         if start < total:
             owner = _owner(off, n_exp, start)
         beid[b] = owner
-    for base in range(t0, t1, THREADS):                      # 4. stable scatter in rounds
-        r = base + tid
+    ut = uint64(tid)                                         # 4. stable scatter in
+    for base in range(t0, t1, THREADS):                      # rounds (unsigned shared
+        r = base + tid                                       # indices: no wraparound)
         e = MAX_EXPERTS                                      # invalid: sorts last
         if r < t1:
             le = local_expert(ids, stride, r, emap, has_map, num_ids)
             if le >= 0:
                 e = le
-        keys[tid] = (e << IDX_BITS) | tid                    # unique: r order within e
+        keys[ut] = (e << IDX_BITS) | tid                     # unique: r order within e
         cuda.syncthreads()
-        k = 2
+        k = uint64(2)
         while k <= THREADS:                                  # bitonic sort, ascending
-            j = k // 2
+            j = k >> uint64(1)
             while j > 0:
-                p = tid ^ j
-                if p > tid:
-                    a = keys[tid]
-                    b = keys[p]
-                    if (a > b) == ((tid & k) == 0):
-                        keys[tid] = b
-                        keys[p] = a
+                p = ut ^ j
+                if p > ut:
+                    ka = keys[ut]
+                    kb = keys[p]
+                    if (ka > kb) == ((ut & k) == 0):
+                        keys[ut] = kb
+                        keys[p] = ka
                 cuda.syncthreads()
-                j //= 2
-            k *= 2
-        kk = keys[tid]
-        e = kk >> IDX_BITS
-        if e < MAX_EXPERTS:                                  # the first of a run of e
-            if tid == 0 or (keys[tid - 1] >> IDX_BITS) != e:
-                first[e] = tid
+                j >>= uint64(1)
+            k <<= uint64(1)
+        kk = uint64(keys[ut])
+        ue = kk >> uint64(IDX_BITS)
+        if ue < MAX_EXPERTS:                                 # the first of a run of e
+            if ut == 0 or (uint64(keys[ut - uint64(1)]) >> uint64(IDX_BITS)) != ue:
+                first[ue] = tid
         cuda.syncthreads()
         rank = 0
         last = False
-        if e < MAX_EXPERTS:
-            rank = tid - first[e]
-            pri[cur[e] + rank] = base + (kk & (THREADS - 1))
-            last = tid == THREADS - 1 or (keys[tid + 1] >> IDX_BITS) != e
+        if ue < MAX_EXPERTS:
+            rank = tid - first[ue]
+            pri[uint64(cur[ue] + rank)] = base + (kk & uint64(THREADS - 1))
+            last = ut == THREADS - 1 or (uint64(keys[ut + uint64(1)]) >> uint64(IDX_BITS)) != ue
         cuda.syncthreads()                                   # every cursor read first
         if last:
-            cur[e] += rank + 1
+            cur[ue] += rank + 1
         cuda.syncthreads()
 
 

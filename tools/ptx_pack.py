@@ -97,12 +97,9 @@ def problem_keys(p, gemm=None) -> list:
     import numpy as np
     import pymoe
     from pymoe.cuda.device_weights import _scale_bytes
+    from tests.cuda.diff import problem_caps
     case = p.case
-    caps = pymoe.Caps.for_weights(p.experts, max_tokens=max(1, case.T), top_k=case.k,
-                                  dtype=case.dtype,
-                                  apply_router_weight_on_input=case.on_input,
-                                  global_num_experts=None if p.expert_map is None
-                                  else p.expert_map.shape[0])
+    caps = problem_caps(p)
     saved = os.environ.get("PYMOE_GEMM")
     os.environ["PYMOE_GEMM"] = gemm or caps.gemms((9, 0), _scale_bytes(p.experts))[0]
     try:

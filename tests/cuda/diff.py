@@ -35,15 +35,22 @@ def run_case(case: Case, *, device: bool, max_tokens: int | None = None, repeats
                        repeats=repeats)
 
 
-def run_problem(p, *, device: bool, max_tokens: int | None = None, repeats: int = 1):
-    """run_case for a Problem whose inputs a test may have changed."""
+def problem_caps(p, max_tokens: int | None = None):
+    """The Caps run_problem plans problem p with (tools/ptx_pack.py selects its
+    kernels from them too)."""
     case = p.case
-    xbits = p.x.view(np.uint16) if case.dtype == "bfloat16" else p.x
-    caps = pymoe.Caps.for_weights(p.experts, max_tokens=max(1, max_tokens or case.T),
+    return pymoe.Caps.for_weights(p.experts, max_tokens=max(1, max_tokens or case.T),
                                   top_k=case.k, dtype=case.dtype,
                                   apply_router_weight_on_input=case.on_input,
                                   global_num_experts=None if p.expert_map is None
                                   else p.expert_map.shape[0])
+
+
+def run_problem(p, *, device: bool, max_tokens: int | None = None, repeats: int = 1):
+    """run_case for a Problem whose inputs a test may have changed."""
+    case = p.case
+    xbits = p.x.view(np.uint16) if case.dtype == "bfloat16" else p.x
+    caps = problem_caps(p, max_tokens)
     plan = pymoe.plan(caps)
     s_ref = np.full(plan.scratch_nbytes, POISON, np.uint8)
     y_ref = poisoned(xbits.shape, xbits.dtype)

@@ -27,14 +27,18 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   the 2^8 / 2^10 / 2^7 left over taken out of the fp32 accumulators at the end;
   fp16 MXFP4 in two (by 2^14, then the E8M0 value).  Exact where
   geometry.wgmma_scale_fold_ok.
-- B: a k-tile's image is 4 k-step images (K-major, no swizzle, lbo 128, sbo 256)
-  of the block's routes in their natural K order (v2 holds each k-step in the
-  fragment's own order): a route's 16 values of k-step s as 8 words x0..x7 are
-  core rows (x0 .. x3) and (x4 .. x7), each a contiguous 16-byte run of its row.
-  Threads 4m .. 4m + 3 stage route m's k-tile (zeros past K and in padding):
-  through registers thread q takes k-step q; by cp.async it takes the route's
-  128-byte run's 16-byte chunks q and q + 4, so each copy instruction reads
-  whole 32-byte sectors (stage_x).
+- B: a k-tile's image is 4 k-step images of the block's routes in their
+  natural K order (v2 holds each k-step in the fragment's own order), K-major:
+  a route's 16 values of k-step s as 8 words x0..x7.  The cp.async rings (the
+  wide loop, blocks <= 32) use the 32-byte swizzle (sbo 256): the route's 32
+  bytes are one row, x0 .. x3 and x4 .. x7 swapped where address bit 7 is set;
+  the register loop no swizzle (lbo 128, sbo 256): core rows (x0 .. x3) and
+  (x4 .. x7) LBO apart.  Threads 4m .. 4m + 3 stage route m's k-tile (zeros past
+  K and in padding): through registers thread q takes k-step q; by cp.async it
+  takes the route's 128-byte run's 16-byte chunks q and q + 4, so each copy
+  instruction reads whole 32-byte sectors and, in the swizzled image, writes
+  each into one 32-byte chunk of shared memory, which a copy needs to fetch the
+  sector once (stage_x; docs/performance.md step 18).
 - A CTA runs geometry.gemm_warpgroups(B) warpgroups on the one ring: warpgroup
   g (warps 4g .. 4g + 3) multiplies the CTA's row tiles 4g .. 4g + 3, i.e. its
   own 64 weight rows, so the activations are staged, fenced and barriered once
@@ -88,12 +92,12 @@ from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_async16_z, cp_commi
                   ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait, min_u16x2, mul2_bf16,
                   mul2_f16, prmt, smem_u32, sts4)
 from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
-                    make_wgmma_wait, wgmma_commit, wgmma_desc, wgmma_fence)
+                    make_wgmma_wait, wgmma_commit, wgmma_desc, wgmma_desc_sw32, wgmma_fence)
 
 __all__ = ["make_tile_gemm", "acc_tile_words"]
 
-LBO = 128               # bytes between the two K core matrices of a k-step image
-SBO = 256               # bytes between groups of 8 routes
+LBO = 128               # register loop: bytes between a k-step image's 2 K core matrices
+SBO = 256               # bytes between groups of 8 routes (both image layouts)
 KT_WORDS = 128          # uint32 words of one v2 tile (32 lanes x 16 bytes)
 
 
@@ -115,14 +119,15 @@ def ring_slots(block: int) -> int:
 
 def acc_tile_words(block: int, fmt: str = "mxfp4") -> int:
     """fp32 words of the caller's accumulator tile (block routes x
-    geometry.acc_route_words: the CTA's rows, padded): at least the ring (+ 128
-    bytes to align), which lives there until the tile is written: ring_slots slots where
+    geometry.acc_route_words: the CTA's rows, padded): at least the ring (+ 256
+    bytes to align a cp.async ring, 128 the register loop's), which lives there
+    until the tile is written: ring_slots slots where
     v2_cp_ring (the caller then allocates it as dynamic shared memory: 36 KB at
     B = 32, MXFP4; 156-168 KB in the wide loop), else WGMMA_V2_REG_RING
     activation images (static)."""
     tile = block * acc_route_words("wgmma", block)
     if v2_cp_ring(block):
-        return max(tile, ring_slots(block) * slot_bytes(block, fmt) // 4 + 32)
+        return max(tile, ring_slots(block) * slot_bytes(block, fmt) // 4 + 64)
     return max(tile, WGMMA_V2_REG_RING * 4 * 32 * block // 4 + 32)
 
 
@@ -161,6 +166,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     SSLOT = mt * nthr * 4 * swl                            # (m-tile major), the image
     SLOT = slot_bytes(b, key.format)
     assert SLOT == WSLOT + SSLOT + img and SLOT % 128 == 0, SLOT
+    # the cp.async rings' images start 256-byte aligned (their swizzle's repeat)
+    assert not cp_ring or (SLOT % 256 == 0 and (WSLOT + SSLOT) % 256 == 0), SLOT
     cp_wait = make_cp_wait(ring - 3)          # k-tile c's group done, c + 1's may pend
     cp_wait0 = make_cp_wait(0)
     kw_tail = kdim % 64 != 0
@@ -277,12 +284,16 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     @cuda.jit(device=True, inline=True)
     def stage_x(c, row, rsrc, q, a, avec):
         """Thread q's quarter of k-tile c of one route row into the image, whose
-        route row starts at shared address row (k-step s's core rows at + s step_b
-        and + s step_b + LBO).  By cp.async (zero-filling: padding and past K read
-        nothing) the row's 16-byte chunks q and q + 4, so the warp's first copy
-        takes bytes 0..63 of each of its routes' 128-byte runs and its second
-        bytes 64..127, every 32-byte sector whole in one instruction (cp.async.cg
-        skips L1: a sector split between two copies is read twice from L2).  When
+        route row starts at shared address row (k-step s's 32 bytes at + s step_b,
+        in the 32-byte swizzle: its 16-byte halves swapped where bit 7 of the
+        address is set, so both stay in the row's 32-byte chunk).  By cp.async
+        (zero-filling: padding and past K read nothing) the row's 16-byte chunks q
+        and q + 4, so the warp's first copy takes bytes 0..63 of each of its
+        routes' 128-byte runs and its second bytes 64..127.  The two lanes that
+        share a global sector write one 32-byte chunk of shared memory: the copy
+        then fetches each sector once (in the no-swizzle image, halves LBO apart,
+        it fetched each twice: docs/performance.md step 18,
+        tools/probe_l2_copies.py).  When
         the values must be scaled (router weight on the input) or the base is not
         16-byte aligned: k-step q, loaded, scaled and stored here (the next
         barrier's proxy fence covers the stores).  rsrc: route_src's tuple.  A
@@ -293,10 +304,12 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         if on_input or not avec:
             x0, x1, x2, x3, x4, x5, x6, x7 = load_x(c, off, q, mult, a, avec)
             r = row + q * uint32(step_b)
-            sts4(r, x0, x1, x2, x3)
-            sts4(r + uint32(LBO), x4, x5, x6, x7)
+            h0 = (row >> uint32(3)) & uint32(16)                # half 0's unit
+            sts4(r + h0, x0, x1, x2, x3)
+            sts4(r + (h0 ^ uint32(16)), x4, x5, x6, x7)
         else:
-            r = row + (q >> uint32(1)) * uint32(step_b) + (q & uint32(1)) * uint32(LBO)
+            r = (row + (q >> uint32(1)) * uint32(step_b)
+                 + (((q & uint32(1)) << uint32(4)) ^ ((row >> uint32(3)) & uint32(16))))
             ga = xa + uint64(c) * uint64(128)                   # chunk q of k-tile c
             if off >= 0 and kw_tail:        # chunks q, q + 4 past K: zeros, not read
                 k0 = uint32(c * uint32(64) + uint32(8) * q)
@@ -424,13 +437,14 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
 
     @cuda.jit(device=True, inline=True)
     def ring_setup(acc_tile, a, tid):
-        """(ring_base, xoff, avec, st_x, utid): the ring's 128-byte aligned base
-        in the caller's tile, route m = tid / 4's row in a slot's image, whether
+        """(ring_base, xoff, avec, st_x, utid): the ring's 256-byte aligned base
+        in the caller's tile (the image's swizzle repeats every 256 bytes), route
+        m = tid / 4's 32-byte row in a slot's k-step 0 image, whether
         the activations' base is 16-byte aligned, whether stage_x stores through
         registers (then the proxy fence is needed), and tid as uint32."""
         m = tid >> 2
-        ring_base = (smem_u32(acc_tile) + uint32(127)) & uint32(0xFFFFFF80)
-        xoff = uint32(WSLOT + SSLOT + (m >> 3) * SBO + (m & 7) * 16)
+        ring_base = (smem_u32(acc_tile) + uint32(255)) & uint32(0xFFFFFF00)
+        xoff = uint32(WSLOT + SSLOT + (m >> 3) * SBO + (m & 7) * 32)
         avec = (gaddr(a, 0) & 15) == 0
         return ring_base, xoff, avec, on_input or not avec, uint32(tid)
 
@@ -472,7 +486,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         the low 14 bits (16-byte units) and shared addresses stay below 256 KB,
         so a slot's image descriptor is the first one's plus the slot's offset /
         16, no carry out of the field."""
-        return (wgmma_desc(ring_base + uint32(WSLOT + SSLOT), LBO, SBO), uint32(0),
+        return (wgmma_desc_sw32(ring_base + uint32(WSLOT + SSLOT), SBO), uint32(0),
                 uint32(ring - 2), uint32(0))
 
     @cuda.jit(device=True, inline=True)

@@ -16,6 +16,9 @@ they read and write are pymoe/ref/wgmma.py, their NumPy twin.
                                4 packed pairs per thread) x B (16 x n from shared
                                memory through the 64-bit descriptor desc) + D
                                (scale_d != 0) or + 0 (scale_d == 0); B K-major
+    wgmma_desc_sw32(saddr, sbo)   the 32-byte-swizzle descriptor (K-major: 8-row
+                                  groups sbo apart, a row's 32 bytes whole, its
+                                  16-byte halves swapped where address bit 7 is set)
     wgmma_desc(saddr, lbo, sbo)   the no-swizzle descriptor of a B image at shared
                                address saddr (pymoe.ref.wgmma.descriptor is its twin)
     store_acc(arr, base, acc)  arr[base + i] = acc[i] (float32 array, every i)
@@ -39,7 +42,7 @@ from numba.cuda.extending import intrinsic
 from .ptx import _asm, _u32, _void_asm
 
 __all__ = ["wgmma_fence", "wgmma_commit", "make_wgmma_wait", "fence_proxy_async",
-           "make_acc_fill", "make_wgmma_rs", "wgmma_desc", "store_acc", "store_acc_t",
+           "make_acc_fill", "make_wgmma_rs", "wgmma_desc", "wgmma_desc_sw32", "store_acc", "store_acc_t",
            "make_store_acc_t", "WGMMA_N", "mbar_init", "fence_mbar_init", "mbar_try_wait",
            "mbar_arrive", "cp_mbar_arrive", "mbar_expect_tx", "make_setmaxnreg"]
 
@@ -200,6 +203,27 @@ def wgmma_desc(typingctx, saddr, lbo, sbo):
         f = [builder.and_(builder.lshr(x, ir.Constant(_I64, 4)), m14) for x in v]
         return builder.or_(builder.or_(f[0], builder.shl(f[1], ir.Constant(_I64, 16))),
                            builder.shl(f[2], ir.Constant(_I64, 32)))
+    return sig, codegen
+
+
+@intrinsic
+def wgmma_desc_sw32(typingctx, saddr, sbo):
+    """int64 descriptor of a K-major image in the 32-byte swizzle: start address
+    (bits 0-13) and stride byte offset (32-45) in 16-byte units, leading byte
+    offset 1 (unused by a K-major swizzled image), base offset 0 (the image
+    starts 256-byte aligned), layout 3 (32-byte swizzle) in bits 62-63.  A
+    route's 32 bytes of a k-step are one row; in shared address A the hardware
+    reads 16-byte unit bit 4 of A XOR bit 7."""
+    if not all(isinstance(t, types.Integer) for t in (saddr, sbo)):
+        return None
+    sig = types.int64(saddr, sbo)
+
+    def codegen(context, builder, signature, args):
+        v = [context.cast(builder, x, t, types.int64) for x, t in zip(args, signature.args)]
+        m14 = ir.Constant(_I64, 0x3FFF)
+        f = [builder.and_(builder.lshr(x, ir.Constant(_I64, 4)), m14) for x in v]
+        fixed = ir.Constant(_I64, (3 << 62) | (1 << 16))
+        return builder.or_(builder.or_(f[0], builder.shl(f[1], ir.Constant(_I64, 32))), fixed)
     return sig, codegen
 
 

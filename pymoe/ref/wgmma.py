@@ -16,6 +16,13 @@ q = l % 4); A is 64 x 16 per k-step, B 16 x n, D 64 x n; KS k-steps.
                                 128 contiguous bytes: byte(n, k) =
                                 (n // 8) sbo + (k // 8) lbo + (n % 8) 16 + (k % 8) 2
     descriptor(saddr, lbo, sbo) the 64-bit matrix descriptor of such an image
+    b_image_sw32(B, dtype, sbo) [16 KS, n] -> uint16 [KS, 32 n]: each k-step's K-major
+                                image in the 32-byte swizzle (the image 256-byte
+                                aligned): a route's 16 values one 32-byte row,
+                                byte(n, k) = o ^ ((o >> 3) & 16) with
+                                o = (n // 8) sbo + (n % 8) 32 + 2 k
+                                (16-byte unit bit 4 XOR address bit 7)
+    descriptor_sw32(saddr, sbo) its descriptor (layout 3 in bits 62-63, lbo 1)
     v2_k_order(ks)              the real K column of each logical k of a chain
                                 whose A fragments are layout-v2 words (below)
     v2_b_image(X, dtype, ...)   b_image of real activations X [16 KS, n] in that
@@ -32,7 +39,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["a_fragments", "b_image", "descriptor", "d_unpack", "bits16", "v2_k_order",
+__all__ = ["a_fragments", "b_image", "descriptor", "sw32_offsets", "b_image_sw32",
+           "descriptor_sw32",
+           "d_unpack", "bits16", "v2_k_order",
            "v2_b_image", "v2_a_fragments"]
 
 
@@ -111,6 +120,36 @@ def d_unpack(raw, n: int) -> np.ndarray:
 # the activations in their natural order: with a route's 16 values of k-step s as
 # 8 words x0..x7 (pairs of consecutive values), core row 0 is (x0 .. x3) and core
 # row 1 (x4 .. x7), each one contiguous 16-byte run of the route's row.
+
+
+def sw32_offsets(n: int, sbo: int = 256) -> np.ndarray:
+    """int [16, n]: byte(k, n) of one k-step's 32-byte-swizzle image."""
+    if n % 8 or sbo % 256 or sbo <= 0:
+        raise ValueError(f"sw32: n={n} (a multiple of 8), sbo={sbo} (a multiple of 256)")
+    kk, nn = np.meshgrid(np.arange(16), np.arange(n), indexing="ij")
+    o = (nn // 8) * sbo + (nn % 8) * 32 + kk * 2
+    return o ^ ((o >> 3) & 16)
+
+
+def b_image_sw32(B, dtype: str, sbo: int = 256) -> np.ndarray:
+    B = np.asarray(B)
+    if B.ndim != 2 or B.shape[0] % 16 or B.shape[1] % 8:
+        raise ValueError(f"B: shape {B.shape}, expected [16 * k-steps, n] with n % 8 == 0")
+    ks, n = B.shape[0] // 16, B.shape[1]
+    off = sw32_offsets(n, sbo)
+    img = np.zeros((ks, (n // 8) * sbo // 2), np.uint16)
+    h = bits16(B, dtype)
+    for s in range(ks):
+        img[s, (off // 2).ravel()] = h[16 * s:16 * s + 16].ravel()
+    return img
+
+
+def descriptor_sw32(saddr: int, sbo: int) -> int:
+    """Start address and stride byte offset in 16-byte units (bits 0 and 32),
+    leading byte offset 1 (unused by a K-major swizzled image), base offset 0,
+    layout 3 (32-byte swizzle) in bits 62-63."""
+    return (((saddr >> 4) & 0x3FFF) | (1 << 16) | (((sbo >> 4) & 0x3FFF) << 32)
+            | (3 << 62))
 
 
 def v2_k_order(ks: int) -> np.ndarray:

@@ -24,8 +24,10 @@ def _operands(n, seed):
     return A, B
 
 
-def _emulate(afrag, img, desc_lbo, desc_sbo, n, dtype):
-    """D from the fragments and the image alone, as the PTX ISA reads them."""
+def _emulate(afrag, img, desc_lbo, desc_sbo, n, dtype, off=None):
+    """D from the fragments and the image alone, as the PTX ISA reads them
+    (off: byte(k, n) of a k-step's image; default the no-swizzle layout of
+    desc_lbo / desc_sbo)."""
     def val(bits):
         bits = np.asarray(bits, np.uint32)
         if dtype == "bfloat16":
@@ -39,8 +41,9 @@ def _emulate(afrag, img, desc_lbo, desc_sbo, n, dtype):
             A[16 * w + g + dr, 16 * s + 2 * q + dk] = val(afrag[s, :, r] & 0xFFFF)
             A[16 * w + g + dr, 16 * s + 2 * q + dk + 1] = val(afrag[s, :, r] >> 16)
     B = np.full((16 * KS, n), np.nan)
-    kk, nn = np.meshgrid(np.arange(16), np.arange(n), indexing="ij")
-    off = (nn // 8) * desc_sbo + (kk // 8) * desc_lbo + (nn % 8) * 16 + (kk % 8) * 2
+    if off is None:
+        kk, nn = np.meshgrid(np.arange(16), np.arange(n), indexing="ij")
+        off = (nn // 8) * desc_sbo + (kk // 8) * desc_lbo + (nn % 8) * 16 + (kk % 8) * 2
     for s in range(KS):
         B[16 * s:16 * s + 16] = val(img[s][off // 2])
     D = A @ B
@@ -60,6 +63,26 @@ def test_layouts_place_every_element_once(dtype, n):
     assert lay.descriptor(0x1230, 128, 256) == (0x123 | (8 << 16) | (16 << 32))
     with pytest.raises(ValueError, match="lbo"):
         lay.b_image(B, dtype, lbo=16, sbo=256)                   # cores overlap
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("n", [8, 64, 256])
+def test_sw32_image_places_every_element_once(dtype, n):
+    """The 32-byte-swizzle image (the cp.async rings' B): every value of a k-step
+    once, a route's 16 values in one 32-byte row (halves swapped in rows 4..7 of
+    each 8-route group), and the descriptor's fields."""
+    A, B = _operands(n, n + 1)
+    off = lay.sw32_offsets(n)
+    assert len(np.unique(off)) == off.size and off.max() < 32 * n
+    assert np.all(off // 32 == np.arange(n)[None, :])              # route n: row n
+    assert off[0, 4] == 4 * 32 + 16 and off[8, 4] == 4 * 32         # swapped halves
+    img = lay.b_image_sw32(B, dtype)
+    raw = _emulate(lay.a_fragments(A, dtype), img, 0, 0, n, dtype, off=off)
+    np.testing.assert_array_equal(lay.d_unpack(raw, n), A.astype(np.float64) @ B)
+    d = lay.descriptor_sw32(0x1200, 256)
+    assert d == (0x120 | (1 << 16) | (16 << 32) | (3 << 62))
+    with pytest.raises(ValueError, match="sbo"):
+        lay.sw32_offsets(n, 128)
 
 
 @pytest.mark.parametrize("fmt,dtype", [("mxfp4", "bfloat16"), ("mxfp4", "float16"),
@@ -84,17 +107,27 @@ def test_v2_tiles_are_wgmma_a_fragments(fmt, dtype, which, act, k):
     np.testing.assert_array_equal(lay.v2_b_image(Xv, dtype), lay.b_image(Xv, dtype))
 
 
-def _kernel(n, dtype, lbo, sbo):
+def _kernel(n, dtype, lbo, sbo, sw32=False):
+    """A chain of KS wgmma on one CTA; ``sw32``: the image in the 32-byte
+    swizzle (256-byte aligned, wgmma_desc_sw32), else no swizzle (lbo, sbo)."""
     from numba import cuda, int32, int64, uint32
     from pymoe.cuda.kernels.ptx import smem_u32
     from pymoe.cuda.kernels.wgmma import (fence_proxy_async, make_acc_fill, make_wgmma_rs,
                                           make_wgmma_wait, store_acc, wgmma_commit,
-                                          wgmma_desc, wgmma_fence)
+                                          wgmma_desc, wgmma_desc_sw32, wgmma_fence)
     from pymoe.cuda.launch import KernelSpec
     nacc = n // 2
     tile_b = 32 * n                                  # one k-step's image, bytes
     words = KS * tile_b // 4
-    smem_words = words + 32                          # + 128 B to align the image
+    smem_words = words + 64                          # + 256 B to align the image
+    amask = uint32(0xFFFFFF00 if sw32 else 0xFFFFFF80)
+    aadd = uint32(255 if sw32 else 127)
+
+    @cuda.jit(device=True, inline=True)
+    def desc(a):
+        if sw32:
+            return wgmma_desc_sw32(a, sbo)
+        return wgmma_desc(a, lbo, sbo)
     fill = make_acc_fill(n)
     mma = make_wgmma_rs(n, dtype)
     wait0 = make_wgmma_wait(0)
@@ -103,7 +136,7 @@ def _kernel(n, dtype, lbo, sbo):
         sm = cuda.shared.array(smem_words, uint32)
         t = cuda.threadIdx.x
         base = smem_u32(sm)
-        sb = (base + uint32(127)) & uint32(0xFFFFFF80)
+        sb = (base + aadd) & amask
         o = (sb - base) // uint32(4)
         for i in range(t, words, 128):
             sm[o + i] = img[i]
@@ -119,12 +152,10 @@ def _kernel(n, dtype, lbo, sbo):
                           a[1536 + 4 * t + 3])
         acc = fill(init)
         wgmma_fence()
-        acc = mma(acc, a0, a1, a2, a3, wgmma_desc(sb, lbo, sbo), int32(scale_d))
-        acc = mma(acc, b0, b1, b2, b3, wgmma_desc(sb + uint32(tile_b), lbo, sbo), int32(1))
-        acc = mma(acc, c0, c1, c2, c3, wgmma_desc(sb + uint32(2 * tile_b), lbo, sbo),
-                  int32(1))
-        acc = mma(acc, e0, e1, e2, e3, wgmma_desc(sb + uint32(3 * tile_b), lbo, sbo),
-                  int32(1))
+        acc = mma(acc, a0, a1, a2, a3, desc(sb), int32(scale_d))
+        acc = mma(acc, b0, b1, b2, b3, desc(sb + uint32(tile_b)), int32(1))
+        acc = mma(acc, c0, c1, c2, c3, desc(sb + uint32(2 * tile_b)), int32(1))
+        acc = mma(acc, e0, e1, e2, e3, desc(sb + uint32(3 * tile_b)), int32(1))
         wgmma_commit()
         wait0()
         store_acc(out, int64(t) * nacc, acc)
@@ -133,12 +164,16 @@ def _kernel(n, dtype, lbo, sbo):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-@pytest.mark.parametrize("n", [64, 256])
-def test_wgmma_kernel_ptx(dtype, n):
+@pytest.mark.parametrize("n,sw32", [(64, False), (256, False), (64, True)])
+def test_wgmma_kernel_ptx(dtype, n, sw32):
     """sm_90a PTX with 4 wgmma.mma_async, no local memory; the local ptxas (when
-    there is one) assembles it without a stack frame."""
+    there is one) assembles it without a stack frame.  The 32-byte-swizzle
+    descriptor carries layout 3 (bits 62-63) and lbo 1."""
     from pymoe.cuda import launch
-    ptx = launch._compile(_kernel(n, dtype, 128, 256), (9, 0))
+    ptx = launch._compile(_kernel(n, dtype, 128, 256, sw32=sw32), (9, 0))
+    if sw32:                     # the fixed fields, folded with the constant sbo
+        fixed = lay.descriptor_sw32(0, 256) - (1 << 64)          # as PTX's signed b64
+        assert ptx.count(f"or.b64  \t%rd") >= KS and ptx.count(f", {fixed};") == KS
     ab = "bf16" if dtype == "bfloat16" else "f16"
     assert ".target sm_90a" in ptx
     assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab}") == KS
@@ -231,6 +266,25 @@ def test_wgmma_matches_numpy(dtype, n, scale_d):
     got = lay.d_unpack(out.get().reshape(128, n // 2), n)
     want = A.astype(np.float64) @ B + (float(init) if scale_d else 0.0)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("n", [8, 64, 256])
+def test_wgmma_sw32_matches_numpy(dtype, n):
+    """The 32-byte-swizzle image (lay.b_image_sw32) read through wgmma_desc_sw32:
+    D = A @ B exactly, NaN-poisoned output."""
+    import cupy as cp
+    from pymoe.cuda.launch import load_spec
+    A, B = _operands(n, 5 * n + 3)
+    afrag = lay.a_fragments(A, dtype)
+    img = lay.b_image_sw32(B, dtype)
+    out = cp.full(128 * (n // 2), np.nan, cp.float32)
+    load_spec(_kernel(n, dtype, 0, 256, sw32=True)).launch(
+        (1,), (cp.asarray(afrag.ravel()), cp.asarray(img.view(np.uint32).ravel()), out,
+               np.int64(0), np.float32(0.0)))
+    got = lay.d_unpack(out.get().reshape(128, n // 2), n)
+    np.testing.assert_array_equal(got, A.astype(np.float64) @ B)
 
 
 # ---- the v2 data path on the GPU: one CTA, four v2 row tiles (one a warp) read

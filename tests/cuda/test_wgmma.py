@@ -173,7 +173,7 @@ def test_wgmma_kernel_ptx(dtype, n, sw32):
     ptx = launch._compile(_kernel(n, dtype, 128, 256, sw32=sw32), (9, 0))
     if sw32:                     # the fixed fields, folded with the constant sbo
         fixed = lay.descriptor_sw32(0, 256) - (1 << 64)          # as PTX's signed b64
-        assert ptx.count(f"or.b64  \t%rd") >= KS and ptx.count(f", {fixed};") == KS
+        assert ptx.count("or.b64  \t%rd") >= KS and ptx.count(f", {fixed};") == KS
     ab = "bf16" if dtype == "bfloat16" else "f16"
     assert ".target sm_90a" in ptx
     assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab}") == KS

@@ -18,7 +18,9 @@ they read and write are pymoe/ref/wgmma.py, their NumPy twin.
                                (scale_d != 0) or + 0 (scale_d == 0); B K-major
     wgmma_desc_sw32(saddr, sbo)   the 32-byte-swizzle descriptor (K-major: 8-row
                                   groups sbo apart, a row's 32 bytes whole, its
-                                  16-byte halves swapped where address bit 7 is set)
+                                  16-byte halves swapped where address bit 7 is set;
+                                  pymoe.ref.wgmma.descriptor_sw32 / b_image_sw32 are
+                                  its twins)
     wgmma_desc(saddr, lbo, sbo)   the no-swizzle descriptor of a B image at shared
                                address saddr (pymoe.ref.wgmma.descriptor is its twin)
     store_acc(arr, base, acc)  arr[base + i] = acc[i] (float32 array, every i)
@@ -42,9 +44,9 @@ from numba.cuda.extending import intrinsic
 from .ptx import _asm, _u32, _void_asm
 
 __all__ = ["wgmma_fence", "wgmma_commit", "make_wgmma_wait", "fence_proxy_async",
-           "make_acc_fill", "make_wgmma_rs", "wgmma_desc", "wgmma_desc_sw32", "store_acc", "store_acc_t",
-           "make_store_acc_t", "WGMMA_N", "mbar_init", "fence_mbar_init", "mbar_try_wait",
-           "mbar_arrive", "cp_mbar_arrive", "mbar_expect_tx", "make_setmaxnreg"]
+           "make_acc_fill", "make_wgmma_rs", "wgmma_desc", "wgmma_desc_sw32", "store_acc",
+           "store_acc_t", "make_store_acc_t", "WGMMA_N", "mbar_init", "fence_mbar_init",
+           "mbar_try_wait", "mbar_arrive", "cp_mbar_arrive", "mbar_expect_tx", "make_setmaxnreg"]
 
 WGMMA_N = tuple(range(8, 257, 8))        # the n of m64nNk16 (dense bf16 / f16)
 _F32 = ir.FloatType()

@@ -162,7 +162,7 @@ WGMMA_CC = (9, 0)
 # so B = 64 keeps the register loop.
 WGMMA_V2_RING = 4
 WGMMA_V2_REG_RING = 3
-WGMMA_V2_CP_MAX_BLOCK = 32
+WGMMA_V2_CP_MAX_BLOCK = 64
 # ... with WGMMA_V2_WARPGROUPS warpgroups a CTA on that one B ring: each
 # multiplies its own 64 weight rows (warps 4g..4g+3: row tiles of the CTA's
 # 64 g .. 64 g + 63), so the block's activations are staged (and the ring fenced

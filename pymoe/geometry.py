@@ -36,7 +36,7 @@ __all__ = [
     "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "route_pack_grid",
-    "WGMMA_V2_RING", "WGMMA_V2_REG_RING", "WGMMA_V2_CP_MAX_BLOCK", "v2_cp_ring",
+    "WGMMA_V2_RING",
     "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
     "WGMMA_V2_WARPGROUPS", "WGMMA_V2_MTILES", "WGMMA_V2_WIDE_RING", "gemm_m_tiles",
     "PACKED_ROWS_MAX_BLOCK", "MMA_MAX_REGS", "gemm_cta_block", "gemm_block_ctas",
@@ -146,23 +146,18 @@ GEMMS = ("mma", "fma", "wgmma")
 # wgmma.mma_async exists on sm_90a only (not on sm_100 / sm_120).
 WGMMA_CC = (9, 0)
 # The wgmma GEMM reads weight layout v2 at every block (kernels/
-# gemm_wgmma_v2.py: 64 K and 4 wgmma an m-tile a k-tile).  Blocks up to
-# WGMMA_V2_CP_MAX_BLOCK take everything by cp.async into a ring of
-# WGMMA_V2_RING slots, each a k-tile's weights, scale words and activation
-# image (9 KB at B = 32, MXFP4), fed 2 k-tiles ahead, in the caller's fp32
-# accumulator tile (then dynamic shared memory); larger ones load weights and
-# activations into registers a k-tile ahead and keep WGMMA_V2_REG_RING
-# activation images in a static tile; blocks of 128 are the wide loop
-# (below).  H200, graph replay, us (one run; MXFP4 / bf16; the cp.async
-# ring at every block beside the register loop, both device-compiled):
-#   gpt-oss-120b  T = 64 (B 8): 698.4 -> 595.4   512: 1109.4 -> 1050.3
-#                 1024: 1657.9 -> 1643.9         4096 (B 64): 3904.9 -> 4389.1
-#   qwen3-30b-a3b T = 64: 223.2 -> 199.7         512: 438.2 -> 423.3
-#                 1024: 612.9 -> 608.3           4096 (B 64): 1611.9 -> 1699.2
-# so B = 64 keeps the register loop.
+# gemm_wgmma_v2.py: 64 K and 4 wgmma an m-tile a k-tile), everything copied by
+# cp.async into a ring in the caller's fp32 accumulator tile (dynamic shared
+# memory): blocks up to 64 a ring of WGMMA_V2_RING slots, each a k-tile's
+# weights, scale words and activation image (9 KB at B = 32, MXFP4), fed 2
+# k-tiles ahead; blocks of 128 the wide loop (below).  Blocks of 64 loaded
+# through registers until the ring's image took the 32-byte swizzle (a copy
+# then fetches each sector once: performance.md Speed II steps 18-19).  H200,
+# graph replay, us (one run; MXFP4 / bf16), blocks of 64 through registers ->
+# on the ring:
+#   qwen3-30b-a3b T = 512 (mean 32): 299.2 -> 233.2   1024 (64): 436.4 -> 342.0
+#   gpt-oss-120b  T = 1024 (32): 1322.4 -> 999.8      2048 (64): 1893.4 -> 1457.7
 WGMMA_V2_RING = 4
-WGMMA_V2_REG_RING = 3
-WGMMA_V2_CP_MAX_BLOCK = 64
 # ... with WGMMA_V2_WARPGROUPS warpgroups a CTA on that one B ring: each
 # multiplies its own 64 weight rows (warps 4g..4g+3: row tiles of the CTA's
 # 64 g .. 64 g + 63), so the block's activations are staged (and the ring fenced
@@ -607,13 +602,6 @@ def gemm_reads_v2(gemm: str, block: int) -> bool:
     """Whether the block GEMM ``gemm`` at block size ``block`` reads the weights
     in layout v2 (DeviceWeights.w13_v2 ...) rather than the packed rows."""
     return gemm == "wgmma" and block in WGMMA_V2_MTILES
-
-
-def v2_cp_ring(block: int) -> bool:
-    """Whether the v2 wgmma GEMM at this block feeds its ring by cp.async (see
-    WGMMA_V2_CP_MAX_BLOCK; the wide loop of blocks of 128 too) rather than
-    through registers."""
-    return block <= WGMMA_V2_CP_MAX_BLOCK or WGMMA_V2_MTILES.get(block, 1) > 1
 
 
 def gemm_cta_block(gemm: str, block: int) -> int:

@@ -460,8 +460,9 @@ def test_v2_chain_kernel_matches_numpy(fmt, dtype, which, act, k, n):
                                              ("mxfp4", "float16", 32), ("nvfp4", "bfloat16", 128)])
 def test_wgmma_block_gemm_ptx(fmt, dtype, block):
     """fc1 / fc2 with gemm='wgmma': sm_90a, m64nBk16 in fours (four a 64-K v2 k-tile and
-    m-tile; 16-byte weight loads and 16-byte B stores, or 16-byte cp.async for both
-    where geometry.v2_cp_ring: its ring's slots - 3 groups pending), the async-proxy
+    m-tile; 16-byte cp.async for weights and activations, its ring's slots - 3
+    groups pending; 16-byte B stores where the router weight scales fc1's
+    input), the async-proxy
     fence and a barrier a k-tile, no local memory; blocks of 128 (the wide loop)
     with the n64 fallback on padded halves and wait_group 1 between the m-tiles;
     the local ptxas keeps the wgmma asynchronous (no serialization warning) with no
@@ -493,14 +494,12 @@ def test_wgmma_block_gemm_ptx(fmt, dtype, block):
         # bf16 MXFP4 makes its E8M0 scale pairs in registers (e8m0_pair), the rest
         # read the shared scale table
         assert ("min.u16x2" in ptx) == (fmt == "mxfp4" and dtype == "bfloat16"), key
-        if geo.v2_cp_ring(block):   # weights by 16-byte cp.async, and the activations
-            assert "cp.async.cg.shared.global" in ptx   # too (zero-filled) unless scaled
-            assert f"cp.async.wait_group {ring_slots(block) - 3}" in ptx
-            zfill = re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r",
-                              ptx)
-            assert (zfill is None) == (key.kernel == "fc1"), key   # (router on fc1's input)
-        else:
-            assert "ld.global.nc.v4.u32" in ptx
+        # weights by 16-byte cp.async, and the activations too (zero-filled) unless
+        # scaled (the router weight on fc1's input)
+        assert "cp.async.cg.shared.global" in ptx
+        assert f"cp.async.wait_group {ring_slots(block) - 3}" in ptx
+        zfill = re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r", ptx)
+        assert (zfill is None) == (key.kernel == "fc1"), key
         rep = assemble(ptx, arch="sm_90a")
         if rep is not None:
             assert "0 bytes stack frame, 0 bytes spill" in rep, rep
@@ -616,12 +615,12 @@ def test_block_gemm_b128_matches_reference(case, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", ["129-512-224-128-8-32", "257-256-144-8-2-64",
-                                  "513-256-144-8-2-128"])   # ring, register loop, wide
+                                  "513-256-144-8-2-128"])   # ring at 32 / 64, wide
 def test_wgmma_nan_scale_stays_nan(case, monkeypatch):
     """An E8M0 byte 255 (NaN; the fold's range check leaves it out) in w13: the wgmma
     GEMM, whose bf16 MXFP4 scales are made in registers (e8m0_pair), gives NaN in
     fc1's intermediate exactly where the reference does, and matches it elsewhere
-    (blocks of 32, 64 and 128 routes: each main loop)."""
+    (blocks of 32, 64 and 128 routes: both main loops)."""
     from pymoe import geometry as geo
     from pymoe.testing import assert_close
     from tests.cuda.diff import run_problem, to_f32

@@ -9,7 +9,7 @@ CUDA cores (gemm_fma, a = the 16-bit activations; what the simulator runs).
 """
 from __future__ import annotations
 
-from ...geometry import LaunchKey, gemm_reads_v2, v2_cp_ring
+from ...geometry import LaunchKey, gemm_reads_v2
 from . import gemm_fma, gemm_mma, gemm_wgmma_v2
 from .common import TILE_ROWS, Shape
 
@@ -39,6 +39,6 @@ def acc_tile_dyn_bytes(key: LaunchKey, block: int) -> int:
     """Bytes of dynamic shared memory the caller's accumulator tile takes where it
     holds the v2 GEMM's cp.async ring (36-41 KB at B = 32; dynamic, so a deeper or
     wider ring may pass the 48 KB of a static allocation), 0 when it is static."""
-    if gemm_reads_v2(key.gemm, block) and v2_cp_ring(block):
+    if gemm_reads_v2(key.gemm, block):
         return 4 * acc_tile_words(key, block)
     return 0

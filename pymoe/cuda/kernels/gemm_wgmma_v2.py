@@ -28,24 +28,23 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   fp16 MXFP4 in two (by 2^14, then the E8M0 value).  Exact where
   geometry.wgmma_scale_fold_ok.
 - B: a k-tile's image is 4 k-step images of the block's routes in their
-  natural K order (v2 holds each k-step in the fragment's own order), K-major:
-  a route's 16 values of k-step s as 8 words x0..x7.  The cp.async rings (the
-  wide loop, blocks <= 32) use the 32-byte swizzle (sbo 256): the route's 32
-  bytes are one row, x0 .. x3 and x4 .. x7 swapped where address bit 7 is set;
-  the register loop no swizzle (lbo 128, sbo 256): core rows (x0 .. x3) and
-  (x4 .. x7) LBO apart.  Threads 4m .. 4m + 3 stage route m's k-tile (zeros past
-  K and in padding): through registers thread q takes k-step q; by cp.async it
-  takes the route's 128-byte run's 16-byte chunks q and q + 4, so each copy
-  instruction reads whole 32-byte sectors and, in the swizzled image, writes
-  each into one 32-byte chunk of shared memory, which a copy needs to fetch the
-  sector once (stage_x; docs/performance.md step 18).
+  natural K order (v2 holds each k-step in the fragment's own order), K-major
+  in the 32-byte swizzle (sbo 256): a route's 16 values of k-step s as 8 words
+  x0..x7 are one 32-byte row, x0 .. x3 and x4 .. x7 swapped where address bit 7
+  is set (pymoe/ref/wgmma.py b_image_sw32).  Threads 4m .. 4m + 3 stage route
+  m's k-tile (zeros past K and in padding): through registers thread q takes
+  k-step q; by cp.async it takes the route's 128-byte run's 16-byte chunks q
+  and q + 4, so each copy instruction reads whole 32-byte sectors and writes
+  each into one 32-byte chunk of shared memory, which a copy needs to fetch
+  the sector once (stage_x; docs/performance.md steps 18 and 19).
 - A CTA runs geometry.gemm_warpgroups(B) warpgroups on the one ring: warpgroup
   g (warps 4g .. 4g + 3) multiplies the CTA's row tiles 4g .. 4g + 3, i.e. its
   own 64 weight rows, so the activations are staged, fenced and barriered once
   for all of them; its accumulators land in rows 64g .. 64g + 63 of each
   route's warpgroups x 64 in the tile.  Blocks of 128 (geometry.WGMMA_V2_MTILES
   2) give a warpgroup two such m-tiles, the CTA's m-tiles 2g and 2g + 1.
-- Three main loops, one barrier a k-tile each; the block picks:
+- Two main loops on one cp.async ring, one barrier a k-tile each; the block
+  picks:
   * the wide loop (B = 128, triton_kernels' 128 x 256 tile): the cp.async ring
     below with WGMMA_V2_WIDE_RING slots (4 k-tiles ahead, up to 172 KB of
     dynamic shared memory, one CTA an SM), each holding both m-tiles' weights
@@ -56,7 +55,7 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
     when routes 64 .. 127 are all padding, in a second copy of the loop chosen
     once a CTA (a branch inside the loop makes ptxas retire both groups before
     the second decode: step 13 of docs/performance.md).
-  * the cp.async ring (B <= WGMMA_V2_CP_MAX_BLOCK): WGMMA_V2_RING slots, each a
+  * the ring loop (B <= 64): WGMMA_V2_RING slots, each a
     k-tile's weights (16 bytes a thread), scale word(s) and image, every byte
     copied by cp.async (activations zero-filled past K and in padding; a router
     weight on the input, or a base not 16-byte aligned, goes through registers
@@ -68,12 +67,6 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
     from shared memory; wgmma.wait_group 0 (k-tile c - 1, whose A registers are
     written next); decode; 4 wgmma.  No global load into registers is in flight
     at a fence, whose MEMBAR.ALL.CTA waits for every one.
-  * the register loop (larger blocks): WGMMA_V2_REG_RING images; iteration c
-    stores k-tile c + 1's activations (loaded an iteration earlier) into the
-    slot k-tile c - 2 read, loads k-tile c + 2's activations and k-tile c + 1's
-    weights (ld.global.nc.v4), waits for its own k-tile c - 1, then decodes and
-    issues k-tile c's 4 wgmma.  Every load has the whole iteration to land: the
-    proxy fence at the next top waits for it.
   Slots are counters, descriptors the ring's plus an offset.
 A tile index past the projection's row tiles is clamped to the last one; its
 rows are past the outputs, which the epilogues never read.
@@ -82,9 +75,9 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32, uint64
 
-from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_MTILES, WGMMA_V2_REG_RING, WGMMA_V2_RING,
+from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_MTILES, WGMMA_V2_RING,
                          WGMMA_V2_WIDE_RING, LaunchKey, acc_route_words, gemm_threads,
-                         is_gated, v2_cp_ring, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
+                         is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from .common import (M14, M126, TILE_ROWS, Shape, make_decoder, make_pair16,
                      make_round_pair, tile_roles)
 from .gemm_mma import make_route_row
@@ -92,12 +85,11 @@ from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_async16_z, cp_commi
                   ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait, min_u16x2, mul2_bf16,
                   mul2_f16, prmt, smem_u32, sts4)
 from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
-                    make_wgmma_wait, wgmma_commit, wgmma_desc, wgmma_desc_sw32, wgmma_fence)
+                    make_wgmma_wait, wgmma_commit, wgmma_desc_sw32, wgmma_fence)
 
 __all__ = ["make_tile_gemm", "acc_tile_words"]
 
-LBO = 128               # register loop: bytes between a k-step image's 2 K core matrices
-SBO = 256               # bytes between groups of 8 routes (both image layouts)
+SBO = 256               # bytes between groups of 8 routes in the image
 KT_WORDS = 128          # uint32 words of one v2 tile (32 lanes x 16 bytes)
 
 
@@ -120,15 +112,11 @@ def ring_slots(block: int) -> int:
 def acc_tile_words(block: int, fmt: str = "mxfp4") -> int:
     """fp32 words of the caller's accumulator tile (block routes x
     geometry.acc_route_words: the CTA's rows, padded): at least the ring (+ 256
-    bytes to align a cp.async ring, 128 the register loop's), which lives there
-    until the tile is written: ring_slots slots where
-    v2_cp_ring (the caller then allocates it as dynamic shared memory: 36 KB at
-    B = 32, MXFP4; 156-168 KB in the wide loop), else WGMMA_V2_REG_RING
-    activation images (static)."""
+    bytes to align it), which lives there until the tile is written: ring_slots
+    slots (the caller allocates it as dynamic shared memory: 36 KB at B = 32,
+    MXFP4; 156-168 KB in the wide loop)."""
     tile = block * acc_route_words("wgmma", block)
-    if v2_cp_ring(block):
-        return max(tile, ring_slots(block) * slot_bytes(block, fmt) // 4 + 64)
-    return max(tile, WGMMA_V2_REG_RING * 4 * 32 * block // 4 + 32)
+    return max(tile, ring_slots(block) * slot_bytes(block, fmt) // 4 + 64)
 
 
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
@@ -152,11 +140,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     step_b = 32 * b                                        # one k-step's image, bytes
     img = 4 * step_b                                       # one k-tile's image
     ring = ring_slots(b)
-    rring = WGMMA_V2_REG_RING
-    cp_ring = v2_cp_ring(b)
-    assert ring >= 3 and rring >= 3
-    if not cp_ring:             # a static tile: under the 48 KB of a static allocation
-        assert 4 * (acc_tile_words(b, key.format) + 256) <= 48 * 1024, (rring, b)
+    assert ring >= 3
     nthr = gemm_threads(key.gemm, b)
     rows = acc_route_words(key.gemm, b)     # words between routes in the tile (padded)
     # threads 4m .. 4m + 3 stage route m (wide: routes m and m + 64), a k-step each
@@ -166,8 +150,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     SSLOT = mt * nthr * 4 * swl                            # (m-tile major), the image
     SLOT = slot_bytes(b, key.format)
     assert SLOT == WSLOT + SSLOT + img and SLOT % 128 == 0, SLOT
-    # the cp.async rings' images start 256-byte aligned (their swizzle's repeat)
-    assert not cp_ring or (SLOT % 256 == 0 and (WSLOT + SSLOT) % 256 == 0), SLOT
+    # the images start 256-byte aligned (their swizzle's repeat)
+    assert SLOT % 256 == 0 and (WSLOT + SSLOT) % 256 == 0, SLOT
     cp_wait = make_cp_wait(ring - 3)          # k-tile c's group done, c + 1's may pend
     cp_wait0 = make_cp_wait(0)
     kw_tail = kdim % 64 != 0
@@ -291,7 +275,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         and q + 4, so the warp's first copy takes bytes 0..63 of each of its
         routes' 128-byte runs and its second bytes 64..127.  The two lanes that
         share a global sector write one 32-byte chunk of shared memory: the copy
-        then fetches each sector once (in the no-swizzle image, halves LBO apart,
+        then fetches each sector once (a no-swizzle image, halves 128 bytes apart,
         it fetched each twice: docs/performance.md step 18,
         tools/probe_l2_copies.py).  When
         the values must be scaled (router weight on the input) or the base is not
@@ -540,89 +524,6 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
         store_tile(acc_tile, acc)
 
-    @cuda.jit(device=True, inline=True)
-    def load_w(c, wb, sb, w, s):
-        """k-tile c's 4 weight words of this lane and its scale word(s) (NVFP4:
-        rows g and g + 8; MXFP4: both rows in one); c clamped to the last."""
-        cc = uint32(min(c, uint32(kt_n - 1)))           # 32-bit: no 64-bit clamp
-        w0, w1, w2, w3 = ld_nc4(w, wb + int64(uint32(cc * uint32(KT_WORDS))))
-        so = sb + int64(uint32(cc * uint32(sw)))
-        s0 = ld_nc1(s, so)
-        s1 = s0 >> uint32(16)
-        if nv:
-            s1 = ld_nc1(s, so + 1)
-        return w0, w1, w2, w3, s0, s1
-
-    @cuda.jit(device=True, inline=True)
-    def store_x(row, x):
-        """k-step q of one route: row is its core row 0 address in k-step q's
-        image (core row 1 at + LBO), natural K order."""
-        x0, x1, x2, x3, x4, x5, x6, x7 = x
-        sts4(row, x0, x1, x2, x3)
-        sts4(row + uint32(LBO), x4, x5, x6, x7)
-
-    @cuda.jit(device=True, inline=True)
-    def gemm_regs(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
-        """The register-staged loop (blocks past WGMMA_V2_CP_MAX_BLOCK, see the
-        module doc): ring images in the static tile, loads a k-tile ahead."""
-        tid = cuda.threadIdx.x
-        s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
-        # k-tile 0's weights first: in flight through the whole prologue (tables,
-        # route rows, the first activations)
-        wb, sb = lane_bases(e, n0, tid, 0)
-        wa0, wa1, wa2, wa3, sa0, sa1 = load_w(uint32(0), wb, sb, w, s)
-        fill_table(s2, lut, tid)
-        m = tid >> 2                    # threads 4m .. 4m + 3 stage route m,
-        hh = uint32(tid & 3)            # one k-step each
-        stager = tid < 4 * b
-        off = int64(-1)
-        mult = float32(1.0)
-        if stager:
-            off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
-        ring_base = (smem_u32(acc_tile) + uint32(127)) & uint32(0xFFFFFF80)
-        xrow = ring_base + uint32(hh * step_b + (m >> 3) * SBO + (m & 7) * 16)
-        avec = (gaddr(a, 0) & 15) == 0
-        # prologue: k-tiles 0 .. ring-3 staged, k-tile ring-2's activations in
-        # registers
-        if stager:
-            for c0 in range(rring - 2):
-                store_x(xrow + uint32(c0 * img), load_x(uint32(c0), off, hh, mult, a, avec))
-        xn = load_x(uint32(rring - 2), off, hh, mult, a, avec)
-        cuda.syncthreads()                              # s2
-        acc = fill(float32(0.0))
-        # descriptors: the start address is the low 14 bits (16-byte units) and
-        # shared addresses stay below 256 KB, so a k-step's descriptor is the
-        # ring's plus its offset / 16, no carry out of the field
-        dring = wgmma_desc(ring_base, LBO, SBO)
-        cur = uint32(0)                 # ring slot of k-tile c
-        nxt = uint32(rring - 2)          # ring slot of k-tile c + rring - 2
-        # Every global load is issued right after the top of an iteration and
-        # first used at the top of the next: the proxy fence there (MEMBAR.ALL.CTA
-        # in SASS) waits for all of this thread's loads in flight, so a load
-        # issued late in an iteration would stall the next one's fence (ncu: 24%
-        # of fc1's samples on the first use after it when the loads went last).
-        c = uint32(0)
-        while c < uint32(kt_n):
-            fence_proxy_async()
-            cuda.syncthreads()
-            # the slot of k-tile c + rring - 2 was last read by k-tile c - 2's wgmma,
-            # which every warp waited for before this barrier
-            cs = uint32(c + uint32(rring - 2))
-            if cs < uint32(kt_n):
-                if stager:
-                    store_x(xrow + nxt * uint32(img), xn)
-                if uint32(cs + uint32(1)) < uint32(kt_n):
-                    xn = load_x(uint32(cs + uint32(1)), off, hh, mult, a, avec)
-            wn0, wn1, wn2, wn3, sn0, sn1 = load_w(uint32(c + uint32(1)), wb, sb, w, s)
-            acc = ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, img // 16)
-            wa0, wa1, wa2, wa3, sa0, sa1 = wn0, wn1, wn2, wn3, sn0, sn1
-            cur = uint32(0) if cur == uint32(rring - 1) else uint32(cur + uint32(1))
-            nxt = uint32(0) if nxt == uint32(rring - 1) else uint32(nxt + uint32(1))
-            c = uint32(c + uint32(1))
-        wait0()
-        cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
-        store_tile(acc_tile, acc)
-
     def make_wide_loop(full):
         """The wide loop from k-tile 0's top to its last wgmma retired: n128 wgmma
         (full) or n64 on the first 32 accumulators of each m-tile (routes
@@ -708,6 +609,4 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         store_mtile(acc_tile, acc1, 1)
         cuda.syncthreads()
 
-    if wide:
-        return gemm_wide
-    return gemm if cp_ring else gemm_regs
+    return gemm_wide if wide else gemm

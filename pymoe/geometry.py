@@ -76,22 +76,24 @@ PACKED_ROWS_MAX_BLOCK = 64
 # gpt-oss's 130 (a cap there not measured).
 MMA_MAX_REGS = 128
 # The automatic B for a mean of ceil(T*k/Eg) routes an expert: the first B whose
-# BLOCK_MAX_MEAN[B] holds the mean (None: no limit).  Up to 64 a block holds
-# twice the mean: the block GEMMs decode every weight once a block, so an
-# expert whose routes spill into a second block pays its whole decode twice,
-# while padding costs only tensor-core work, which they have to spare (a
-# Poisson(mean) expert takes ~1.5 blocks at mean = B, ~1.0 at mean = B / 2).
-# 128 (one decoded weight serves twice the routes, 1 CTA an SM) pays once the
-# mean is past 64 (then an expert takes two blocks of 64 about as often as not).
-# H200 (graph, MXFP4 / bf16, us, pinned 64 / pinned 128, one run,
-# docs/performance.md Speed II step 14), by the mean routes an expert:
-#   qwen3-30b-a3b T = 1024 (mean 64) 556.0 / 587.1   1536 (96) 717.4 / 642.9
-#                 2048 (128) 853.4 / 839.0           4096 (256) 1462.3 / 1394.9
-#   gpt-oss-120b  T = 2048 (64) 2179.6 / 2230.7      3072 (96) 2903.2 / 2462.0
-#                 4096 (128) 3575.3 / 3337.9
-# so 128 from a mean of 72 (the differences, +2..6% at 64 and -10..15% at 96,
-# cross near 68-75; not measured in between).
-BLOCK_MAX_MEAN = {8: 4, 16: 8, 32: 16, 64: 71, 128: None}
+# BLOCK_MAX_MEAN[B] holds the mean (None: no limit).  The block GEMMs decode
+# every weight once a block, so an expert whose routes spill into a second
+# block pays its whole decode twice, while padding costs tensor-core work, which
+# small blocks have to spare (a Poisson(mean) expert takes ~1.5 blocks at
+# mean = B, ~1.0 at mean = B / 2): blocks of 8 and 16 hold twice the mean.
+# Past 16 a larger block also streams a decoded weight across more routes, and
+# 32, 64 and 128 (the wide loop: one CTA an SM) cross where the bench says.
+# H200 (graph, MXFP4 / bf16, us, blocks pinned 32 / 64 / 128, one run each,
+# docs/performance.md Speed II step 19), by the mean routes an expert:
+#   qwen3-30b-a3b T = 256 (16) 187.5 / 223.9 / 272.2    384 (24) 201.7 / 227.3 / 274.0
+#                 512 (32) 256.0 / 233.2 / 278.8        768 (48) 338.8 / 246.4 / 288.5
+#                 1024 (64) 413.4 / 342.0 / 332.3
+#   gpt-oss-120b  T = 512 (16) 762.4 / 963.6 / 1135.2   768 (24) 802.0 / 975.3 / 1143.5
+#                 1024 (32) 1080.9 / 999.8 / 1171.2     1536 (48) 1469.3 / 1045.4 / 1191.5
+#                 2048 (64) 1806.6 / 1457.7 / 1337.9
+# so 32 up to a mean of 28 and 64 up to 56 (the differences cross near 27-29
+# and 57-61; not measured in between).
+BLOCK_MAX_MEAN = {8: 4, 16: 8, 32: 28, 64: 56, 128: None}
 
 # T <= the cut runs the direct decode regime: no route packing; every CTA reads
 # topk_ids itself, takes one active expert and a few 16-row weight tiles of

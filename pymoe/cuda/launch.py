@@ -97,11 +97,9 @@ def clear_memory_cache() -> None:
 
 # ------------------------------------------------------------------ kernel
 
-_STATIC_SMEM = 48 * 1024      # dynamic shared memory a launch may take without opting in
-
-
 def _opt_in_smem(function, nbytes: int) -> None:
-    """Let ``function`` launch with ``nbytes`` of dynamic shared memory (> 48 KB)."""
+    """Let ``function`` launch with ``nbytes`` of dynamic shared memory: needed
+    once its static and dynamic shared memory together pass 48 KB."""
     from cupy.cuda import driver as drv
     drv.funcSetAttribute(function.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                          int(nbytes))
@@ -114,7 +112,10 @@ class Kernel:
         self.key, self.spec, self.function, self.source = key, spec, function, source
         self.threads = spec.threads
         self.dyn_smem = int(spec.dyn_smem)
-        if function is not None and not SIM and self.dyn_smem > _STATIC_SMEM:
+        if function is not None and not SIM and self.dyn_smem > 0:
+            # any dynamic amount: a kernel's static arrays count against the same
+            # 48 KB (a 40 KB decode ring beside 22 KB of static arrays fails to
+            # launch, CUDA_ERROR_INVALID_VALUE, without it)
             _opt_in_smem(function, self.dyn_smem)
         codes = spec.argtypes
         self._is_array = tuple(c.endswith("[]") for c in codes)

@@ -114,8 +114,8 @@ class Kernel:
         self.dyn_smem = int(spec.dyn_smem)
         if function is not None and not SIM and self.dyn_smem > 0:
             # any dynamic amount: a kernel's static arrays count against the same
-            # 48 KB (a 40 KB decode ring beside 22 KB of static arrays fails to
-            # launch, CUDA_ERROR_INVALID_VALUE, without it)
+            # 48 KB (a 40 KB dynamic ring beside 22 KB of static arrays failed to
+            # launch without it, CUDA_ERROR_INVALID_VALUE: performance.md step 19)
             _opt_in_smem(function, self.dyn_smem)
         codes = spec.argtypes
         self._is_array = tuple(c.endswith("[]") for c in codes)

@@ -16,8 +16,10 @@ q = l % 4); A is 64 x 16 per k-step, B 16 x n, D 64 x n; KS k-steps.
                                 128 contiguous bytes: byte(n, k) =
                                 (n // 8) sbo + (k // 8) lbo + (n % 8) 16 + (k % 8) 2
     descriptor(saddr, lbo, sbo) the 64-bit matrix descriptor of such an image
-    b_image_sw32(B, dtype, sbo) [16 KS, n] -> uint16 [KS, 32 n]: each k-step's K-major
-                                image in the 32-byte swizzle (the image 256-byte
+    sw32_offsets(n, sbo)        int [16, n]: byte(k, n) of a k-step's image in
+                                the 32-byte swizzle (below)
+    b_image_sw32(B, dtype, sbo) [16 KS, n] -> uint16 [KS, 16 n] (sbo 256): each k-step's
+                                K-major image in the 32-byte swizzle (256-byte
                                 aligned): a route's 16 values one 32-byte row,
                                 byte(n, k) = o ^ ((o >> 3) & 16) with
                                 o = (n // 8) sbo + (n % 8) 32 + 2 k
@@ -40,9 +42,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["a_fragments", "b_image", "descriptor", "sw32_offsets", "b_image_sw32",
-           "descriptor_sw32",
-           "d_unpack", "bits16", "v2_k_order",
-           "v2_b_image", "v2_a_fragments"]
+           "descriptor_sw32", "d_unpack", "bits16", "v2_k_order", "v2_b_image",
+           "v2_a_fragments"]
 
 
 def bits16(x, dtype: str) -> np.ndarray:

@@ -37,8 +37,8 @@ def acc_tile_words(key: LaunchKey, block: int) -> int:
 
 def acc_tile_dyn_bytes(key: LaunchKey, block: int) -> int:
     """Bytes of dynamic shared memory the caller's accumulator tile takes where it
-    holds the v2 GEMM's cp.async ring (36-41 KB at B = 32; dynamic, so a deeper or
-    wider ring may pass the 48 KB of a static allocation), 0 when it is static."""
+    holds the v2 GEMM's cp.async ring (every v2 block: 36-41 KB at B = 32, 156-168
+    KB in the wide loop), 0 on the GEMMs that read packed rows (a static tile)."""
     if gemm_reads_v2(key.gemm, block):
         return 4 * acc_tile_words(key, block)
     return 0

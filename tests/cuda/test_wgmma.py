@@ -128,6 +128,7 @@ def _kernel(n, dtype, lbo, sbo, sw32=False):
         if sw32:
             return wgmma_desc_sw32(a, sbo)
         return wgmma_desc(a, lbo, sbo)
+
     fill = make_acc_fill(n)
     mma = make_wgmma_rs(n, dtype)
     wait0 = make_wgmma_wait(0)

@@ -76,21 +76,31 @@ def a_fragments(A, dtype: str) -> np.ndarray:
     return out
 
 
-def b_image(B, dtype: str, lbo: int = 128, sbo: int = 256) -> np.ndarray:
+def _k_step_shape(B) -> tuple:
+    """(B as an array, k-steps, n) of a [16 KS, n] B operand, n % 8 == 0."""
     B = np.asarray(B)
     if B.ndim != 2 or B.shape[0] % 16 or B.shape[1] % 8:
         raise ValueError(f"B: shape {B.shape}, expected [16 * k-steps, n] with n % 8 == 0")
-    ks, n = B.shape[0] // 16, B.shape[1]
+    return B, B.shape[0] // 16, B.shape[1]
+
+
+def _image(B, dtype: str, ks: int, off, values: int) -> np.ndarray:
+    """uint16 [KS, values]: k-step s's 16 x n values of B at byte offsets off."""
+    img = np.zeros((ks, values), np.uint16)
+    h = bits16(B, dtype)
+    for s in range(ks):
+        img[s, (off // 2).ravel()] = h[16 * s:16 * s + 16].ravel()
+    return img
+
+
+def b_image(B, dtype: str, lbo: int = 128, sbo: int = 256) -> np.ndarray:
+    B, ks, n = _k_step_shape(B)
     kk, nn = np.meshgrid(np.arange(16), np.arange(n), indexing="ij")
     off = (nn // 8) * sbo + (kk // 8) * lbo + (nn % 8) * 16 + (kk % 8) * 2
     size = int(off.max()) + 2
     if size > 32 * n or len(np.unique(off)) != off.size:
         raise ValueError(f"b_image: lbo={lbo}, sbo={sbo} do not tile a {16 * n}-value image")
-    img = np.zeros((ks, 16 * n), np.uint16)
-    h = bits16(B, dtype)
-    for s in range(ks):
-        img[s, (off // 2).ravel()] = h[16 * s:16 * s + 16].ravel()
-    return img
+    return _image(B, dtype, ks, off, 16 * n)
 
 
 def descriptor(saddr: int, lbo: int, sbo: int) -> int:
@@ -133,24 +143,15 @@ def sw32_offsets(n: int, sbo: int = 256) -> np.ndarray:
 
 
 def b_image_sw32(B, dtype: str, sbo: int = 256) -> np.ndarray:
-    B = np.asarray(B)
-    if B.ndim != 2 or B.shape[0] % 16 or B.shape[1] % 8:
-        raise ValueError(f"B: shape {B.shape}, expected [16 * k-steps, n] with n % 8 == 0")
-    ks, n = B.shape[0] // 16, B.shape[1]
-    off = sw32_offsets(n, sbo)
-    img = np.zeros((ks, (n // 8) * sbo // 2), np.uint16)
-    h = bits16(B, dtype)
-    for s in range(ks):
-        img[s, (off // 2).ravel()] = h[16 * s:16 * s + 16].ravel()
-    return img
+    B, ks, n = _k_step_shape(B)
+    return _image(B, dtype, ks, sw32_offsets(n, sbo), (n // 8) * sbo // 2)
 
 
 def descriptor_sw32(saddr: int, sbo: int) -> int:
-    """Start address and stride byte offset in 16-byte units (bits 0 and 32),
-    leading byte offset 1 (unused by a K-major swizzled image), base offset 0,
-    layout 3 (32-byte swizzle) in bits 62-63."""
-    return (((saddr >> 4) & 0x3FFF) | (1 << 16) | (((sbo >> 4) & 0x3FFF) << 32)
-            | (3 << 62))
+    """descriptor's fields with leading byte offset 1 (16 bytes: unused by a
+    K-major swizzled image), base offset 0, layout 3 (32-byte swizzle) in bits
+    62-63."""
+    return descriptor(saddr, 16, sbo) | (3 << 62)
 
 
 def v2_k_order(ks: int) -> np.ndarray:

@@ -191,21 +191,29 @@ def make_wgmma_rs(n: int, dtype: str):
     return mma
 
 
+def _desc_codegen(shifts, fixed: int = 0):
+    """Codegen of a 64-bit matrix descriptor: each argument (a byte address or
+    offset) in 16-byte units, 14 bits, at its bit position in ``shifts``, OR'd
+    with the constant fields ``fixed``."""
+    def codegen(context, builder, signature, args):
+        v = [context.cast(builder, x, t, types.int64) for x, t in zip(args, signature.args)]
+        m14 = ir.Constant(_I64, 0x3FFF)
+        d = None
+        for x, sh in zip(v, shifts):
+            f = builder.and_(builder.lshr(x, ir.Constant(_I64, 4)), m14)
+            f = builder.shl(f, ir.Constant(_I64, sh)) if sh else f
+            d = f if d is None else builder.or_(d, f)
+        return builder.or_(d, ir.Constant(_I64, fixed)) if fixed else d
+    return codegen
+
+
 @intrinsic
 def wgmma_desc(typingctx, saddr, lbo, sbo):
     """int64 descriptor: start address (bits 0-13), leading byte offset (16-29),
     stride byte offset (32-45), all in 16-byte units; base offset 0, no swizzle."""
     if not all(isinstance(t, types.Integer) for t in (saddr, lbo, sbo)):
         return None
-    sig = types.int64(saddr, lbo, sbo)
-
-    def codegen(context, builder, signature, args):
-        v = [context.cast(builder, x, t, types.int64) for x, t in zip(args, signature.args)]
-        m14 = ir.Constant(_I64, 0x3FFF)
-        f = [builder.and_(builder.lshr(x, ir.Constant(_I64, 4)), m14) for x in v]
-        return builder.or_(builder.or_(f[0], builder.shl(f[1], ir.Constant(_I64, 16))),
-                           builder.shl(f[2], ir.Constant(_I64, 32)))
-    return sig, codegen
+    return types.int64(saddr, lbo, sbo), _desc_codegen((0, 16, 32))
 
 
 @intrinsic
@@ -218,15 +226,7 @@ def wgmma_desc_sw32(typingctx, saddr, sbo):
     reads 16-byte unit bit 4 of A XOR bit 7."""
     if not all(isinstance(t, types.Integer) for t in (saddr, sbo)):
         return None
-    sig = types.int64(saddr, sbo)
-
-    def codegen(context, builder, signature, args):
-        v = [context.cast(builder, x, t, types.int64) for x, t in zip(args, signature.args)]
-        m14 = ir.Constant(_I64, 0x3FFF)
-        f = [builder.and_(builder.lshr(x, ir.Constant(_I64, 4)), m14) for x in v]
-        fixed = ir.Constant(_I64, (3 << 62) | (1 << 16))
-        return builder.or_(builder.or_(f[0], builder.shl(f[1], ir.Constant(_I64, 32))), fixed)
-    return sig, codegen
+    return types.int64(saddr, sbo), _desc_codegen((0, 32), (3 << 62) | (1 << 16))
 
 
 @intrinsic

@@ -35,6 +35,7 @@ __all__ = [
     "GEMM_THREADS", "GEMM_TILE_ROWS", "fc1_tile_n", "FC2_TILE_N", "COMBINE_TILE_N",
     "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
+    "ROUTE_PACK_RANK_EXPERTS",
     "route_pack_grid",
     "WGMMA_V2_RING",
     "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
@@ -245,6 +246,10 @@ V2_LANE_WORDS = 4
 # counts every route itself: no scratch, no grid-wide sync).
 ROUTE_PACK_THREADS = 1024
 ROUTE_PACK_MAX_EXPERTS = 1024
+# ... a round's stable ranks: up to ROUTE_PACK_RANK_EXPERTS experts by a warp
+# match and a per-expert prefix over the warps, past it by a sort (kernels/
+# route_pack.py).
+ROUTE_PACK_RANK_EXPERTS = 256
 ROUTE_PACK_TILE = 1024
 ROUTE_PACK_MAX_CTAS = 128
 DEQUANT_THREADS = 128                # dequant: K values (threads) per CTA

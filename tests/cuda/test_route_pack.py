@@ -48,11 +48,28 @@ def _pack(mod, ids, emap, E, block, xp):
     return [np.asarray(b.get() if hasattr(b, "get") else b) for b in bufs]
 
 
+def _check(routing, shapes, xp):
+    from pymoe.cuda import route_pack as cuda_rp
+    from pymoe.ref import route_pack as ref_rp
+    rng = np.random.default_rng(7)
+    grids = []
+    for T, k, E, block in shapes:
+        ids, emap = _routes(routing, T, k, E, rng)
+        ctas, tile = geo.route_pack_grid(ids.size)
+        assert (ctas - 1) * tile < ids.size <= ctas * tile
+        grids.append(ctas)
+        got = _pack(cuda_rp, ids, emap, E, block, xp)
+        want = _pack(ref_rp, ids, emap, E, block, np)
+        for name, g, w in zip(("expert_offsets", "packed_route_indices", "block_expert_ids",
+                               "packed_route_count"), got, want):
+            np.testing.assert_array_equal(g, w, err_msg=f"{routing} T={T} k={k} E={E}: {name}")
+    return grids
+
+
 @pytest.mark.parametrize("routing", ["uniform", "skewed", "one_expert", "invalid", "int64",
                                      "map"])
 def test_multi_cta_route_pack_equals_reference(routing, monkeypatch):
-    from pymoe.cuda import route_pack as cuda_rp
-    from pymoe.ref import route_pack as ref_rp
+    """E <= geometry.ROUTE_PACK_RANK_EXPERTS: a round's ranks from the warp match."""
     from pymoe.cuda.kernels import route_pack as kern
     if CUDASIM:                    # the simulator's CTA (kern.THREADS) and tiles of 2 rounds
         monkeypatch.setattr(geo, "ROUTE_PACK_THREADS", kern.THREADS)
@@ -66,17 +83,24 @@ def test_multi_cta_route_pack_equals_reference(routing, monkeypatch):
         import cupy as xp
         shapes = [(150, 4, 8, 16), (4096, 4, 128, 64), (8192, 8, 128, 64), (5000, 8, 256, 32),
                   (20000, 8, 256, 32)]           # 160000 routes: tiles of 2 rounds
-    rng = np.random.default_rng(7)
-    grids = []
-    for T, k, E, block in shapes:
-        ids, emap = _routes(routing, T, k, E, rng)
-        ctas, tile = geo.route_pack_grid(ids.size)
-        assert (ctas - 1) * tile < ids.size <= ctas * tile
-        grids.append(ctas)
-        got = _pack(cuda_rp, ids, emap, E, block, xp)
-        want = _pack(ref_rp, ids, emap, E, block, np)
-        for name, g, w in zip(("expert_offsets", "packed_route_indices", "block_expert_ids",
-                               "packed_route_count"), got, want):
-            np.testing.assert_array_equal(g, w, err_msg=f"{routing} T={T} k={k} E={E}: {name}")
+    grids = _check(routing, shapes, xp)
     assert max(grids) > 1, grids                  # several CTAs took part somewhere
 
+
+@pytest.mark.parametrize("routing", ["uniform", "invalid", "map"])
+def test_route_pack_sort_ranks_past_rank_experts(routing, monkeypatch):
+    """More experts than geometry.ROUTE_PACK_RANK_EXPERTS: a round's ranks come
+    from the sort, not the warp match (the simulator: the match path switched
+    off; a GPU: E = 384, Kimi-K2-like), still equal to the twin slot for slot."""
+    from pymoe.cuda.kernels import route_pack as kern
+    if CUDASIM:
+        monkeypatch.setattr(geo, "ROUTE_PACK_THREADS", kern.THREADS)
+        monkeypatch.setattr(geo, "ROUTE_PACK_TILE", 2 * kern.THREADS)
+        monkeypatch.setattr(kern, "RANK_EXPERTS", 0)
+        shapes, xp = [(150, 4, 8, 16)], np
+    else:
+        import cupy as xp
+        assert 384 > geo.ROUTE_PACK_RANK_EXPERTS
+        shapes = [(300, 8, 384, 16), (5000, 8, 384, 32)]
+    grids = _check(routing, shapes, xp)
+    assert max(grids) > 1, grids

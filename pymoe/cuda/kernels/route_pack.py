@@ -13,29 +13,36 @@ counts every route itself (the expert histogram, and separately the routes
 before its tile), so every CTA knows the padded offsets and where each of its
 routes goes:
     1. count (shared-memory atomics), 2. padded exclusive prefix (a scan over
-    the threads, one expert a thread; CTA 0 writes expert_offsets and the
-    count), 3. the sentinels of the padding slots and the block owners,
-    grid-strided (padding and route slots are disjoint, so no CTA's sentinel
-    lands on another's route),
-    4. the tile's routes scattered stably in rounds of THREADS: the round's
-    keys (expert << IDX_BITS | position, invalid routes last) sorted in shared
-    memory (bitonic, log2(THREADS) (log2(THREADS) + 1) / 2 barriers), so sorted
-    position p - the first position of its expert is the route's rank among the
-    round's routes of that expert; added to the expert's running cursor (its
-    offset + the routes before the round), and consecutive threads store
-    consecutive slots.
+    the threads, one expert a thread, by warp shuffles; CTA 0 writes
+    expert_offsets and the count), 3. the sentinels of the padding slots and
+    the block owners, grid-strided (padding and route slots are disjoint, so
+    no CTA's sentinel lands on another's route),
+    4. the tile's routes scattered stably in rounds of THREADS, a route's slot
+    = its expert's running cursor (its offset + the routes before the round)
+    + its rank among the round's routes of that expert.  Up to RANK_EXPERTS
+    experts: the rank among its warp's routes of the expert (match.any), plus
+    the count in the warps before (each group's leader writes its count into
+    a [warp, expert] table, then a thread an expert turns its column into an
+    exclusive prefix): 2 barriers a round.  More experts: the round's keys
+    (expert << IDX_BITS | position, invalid routes last) sorted in shared
+    memory (bitonic, log2(THREADS) (log2(THREADS) + 1) / 2 barriers), sorted
+    position p - the first position of its expert is the rank, and
+    consecutive threads store consecutive slots.
 Step 1 is O(R) a CTA, in rounds of 4 routes a thread whose id loads issue
 together (one global latency a round, not a route), so the CTA is wide; step 4
-is O(THREADS log^2 THREADS) a round.  Only shared memory, atomics and
-__syncthreads, so it runs under the CUDA simulator too.  E <= MAX_EXPERTS.
+is O(THREADS + E WARPS) or O(THREADS log^2 THREADS) a round.  The simulator
+has no warp intrinsics: there the scan is Hillis-Steele over shared memory and
+a warp's match a loop over its routes' experts in shared memory (CTAs of 128
+threads).  E <= MAX_EXPERTS.
 docs/performance.md Speed II step 18: 102 -> 20.5 us at R = 32768 (qwen3-30b-a3b,
 T = 4096, H200).
 """
 from __future__ import annotations
 
-from numba import cuda, int32, int64, uint32, uint64
+from numba import cuda, int32, int64, uint16, uint32, uint64
 
-from ...geometry import ROUTE_PACK_MAX_EXPERTS, ROUTE_PACK_THREADS, LaunchKey
+from ...geometry import (ROUTE_PACK_MAX_EXPERTS, ROUTE_PACK_RANK_EXPERTS, ROUTE_PACK_THREADS,
+                         LaunchKey)
 from .intrinsics import SIM
 from .routes import expert_of, load_id, local_expert
 from .spec import KernelSpec
@@ -50,7 +57,13 @@ MAX_EXPERTS = ROUTE_PACK_MAX_EXPERTS
 OFF_N = MAX_EXPERTS + 1                  # offsets[0 .. E] (a constant: Numba's shape)
 IDX_BITS = THREADS.bit_length() - 1      # a round's route index in a sort key
 EPT = -(-MAX_EXPERTS // THREADS)         # experts a thread in the offsets' scan
-assert THREADS == 1 << IDX_BITS and ROUTE_PACK_THREADS % THREADS == 0
+WARPS = THREADS // 32
+# Up to RANK_EXPERTS experts a round's stable ranks come from a warp match and a
+# per-expert prefix over the warps ([warp, expert] counts, 16 KB at 1024
+# threads), 2 barriers; past it from the sort (55 barriers at 1024 threads).
+RANK_EXPERTS = ROUTE_PACK_RANK_EXPERTS
+TAB_N = WARPS * RANK_EXPERTS             # (a constant: Numba's shape)
+assert THREADS == 1 << IDX_BITS and ROUTE_PACK_THREADS % THREADS == 0 and THREADS % 32 == 0
 
 
 @cuda.jit(device=True, inline=True)
@@ -126,11 +139,18 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
     scan = cuda.shared.array(THREADS, int32)
     first = cuda.shared.array(MAX_EXPERTS, int32)
     keys = cuda.shared.array(THREADS, int32)
+    tab = cuda.shared.array(TAB_N, uint16)                   # [warp, expert]
+    warp = tid >> 5
+    lane = uint32(tid & 31)
+    match = n_exp <= RANK_EXPERTS
     t0 = cta * tile
     t1 = min(t0 + tile, n_routes)
     for e in range(tid, n_exp, THREADS):
         cnt[e] = 0
         cur[e] = 0
+    if match:
+        for i in range(tid, TAB_N, THREADS):
+            tab[i] = 0
     cuda.syncthreads()
     if has_map == 0:                                         # 1. count: routes before
         nid = uint32(num_ids)                                # the tile into cur, the
@@ -163,18 +183,41 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
         if e < n_exp:                                        # from here on)
             cnt[e] += cur[e]
             mine += (cnt[e] + blk - 1) // blk * blk
-    scan[tid] = mine
-    cuda.syncthreads()
-    d = 1
-    while d < THREADS:                                       # inclusive (Hillis-Steele)
-        x = int32(0)
-        if tid >= d:
-            x = scan[tid - d]
+    if SIM:                           # no warp shuffles: inclusive (Hillis-Steele)
+        scan[tid] = mine
         cuda.syncthreads()
-        scan[tid] += x
+        d = 1
+        while d < THREADS:
+            x = int32(0)
+            if tid >= d:
+                x = scan[tid - d]
+            cuda.syncthreads()
+            scan[tid] += x
+            cuda.syncthreads()
+            d *= 2
+        run = scan[tid] - mine
+    else:                             # each warp's by shuffles, then the warps' totals
+        inc = mine
+        for d in (1, 2, 4, 8, 16):
+            v = cuda.shfl_up_sync(0xFFFFFFFF, inc, d)
+            if lane >= d:
+                inc += v
+        if lane == 31:
+            scan[warp] = inc
         cuda.syncthreads()
-        d *= 2
-    run = scan[tid] - mine
+        if warp == 0:
+            tw = int32(0)
+            if lane < WARPS:
+                tw = scan[lane]
+            iw = tw
+            for d in (1, 2, 4, 8, 16):
+                v = cuda.shfl_up_sync(0xFFFFFFFF, iw, d)
+                if lane >= d:
+                    iw += v
+            if lane < WARPS:
+                scan[lane] = iw - tw                         # exclusive, over the warps
+        cuda.syncthreads()
+        run = scan[warp] + inc - mine
     for q in range(EPT):
         e = tid * EPT + q
         if e < n_exp:
@@ -206,8 +249,53 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
             owner = _owner(off, n_exp, start)
         beid[b] = owner
     ut = uint64(tid)                                         # 4. stable scatter in
-    for base in range(t0, t1, THREADS):                      # rounds (unsigned shared
-        r = base + tid                                       # indices: no wraparound)
+    if match:                                                # rounds: a route's rank
+        for base in range(t0, t1, THREADS):                  # among the warp's routes
+            r = base + tid                                   # of its expert (a match)
+            e = -1                                           # + those of the warps
+            if r < t1:                                       # before it + the cursor
+                e = local_expert(ids, stride, r, emap, has_map, num_ids)
+            if SIM:                   # no warp intrinsics: the warp's experts, shared
+                keys[ut] = e
+                cuda.syncthreads()
+                rank = 0
+                n_w = 0
+                for q in range(32):
+                    if keys[warp * 32 + q] == e:
+                        n_w += 1
+                        if q < lane:
+                            rank += 1
+            else:
+                cuda.syncwarp()       # the last round's zeroing (by other lanes) done
+                peers = cuda.match_any_sync(0xFFFFFFFF, e)
+                rank = cuda.popc(peers & ((uint32(1) << lane) - uint32(1)))
+                n_w = cuda.popc(peers)
+            col = warp * RANK_EXPERTS + e
+            if e >= 0 and rank == 0:                         # the group's leader
+                tab[col] = n_w
+            cuda.syncthreads()
+            for x in range(tid, n_exp, THREADS):             # per expert: exclusive
+                run = int32(0)                               # prefix over the warps
+                for w in range(WARPS):                       # (zero stays zero)
+                    c = int32(tab[w * RANK_EXPERTS + x])
+                    if c != 0:
+                        tab[w * RANK_EXPERTS + x] = run
+                        run += c
+                first[x] = cur[x]                            # the round's base
+                cur[x] += run
+            cuda.syncthreads()
+            if e >= 0:
+                pri[first[e] + int32(tab[col]) + rank] = r
+            if SIM:
+                cuda.syncthreads()
+            else:
+                cuda.syncwarp()       # the group has read its prefix
+            if e >= 0 and rank == 0:
+                tab[col] = 0
+        return
+    for base in range(t0, t1, THREADS):                      # else by the sort, in
+        r = base + tid                                       # rounds (unsigned shared
+        #                                                      indices: no wraparound)
         e = MAX_EXPERTS                                      # invalid: sorts last
         if r < t1:
             le = local_expert(ids, stride, r, emap, has_map, num_ids)

@@ -16,7 +16,9 @@ __all__ = ["fc1"]
 
 
 def prepare_fc1(x, experts, topk_weights, packed_route_indices, block_expert_ids,
-                intermediate, *, top_k: int, key: LaunchKey, stream=None) -> PreparedLaunch:
+                intermediate, *, top_k: int, key: LaunchKey, stream=None,
+                dependent: bool = False) -> PreparedLaunch:
+    """``dependent``: a dependent launch (launch.Kernel.prepare) after route_pack."""
     check_gemm_scales(experts, key)
     check_packed_rows(experts, (key,))
     kern = resolve(key, stream)
@@ -28,7 +30,8 @@ def prepare_fc1(x, experts, topk_weights, packed_route_indices, block_expert_ids
          x.shape[0] * top_k, top_k, topk_weights,
          experts.w13_v2 if v2 else experts.w13_words,
          experts.w13_v2_scales if v2 else experts.w13_scales,
-         experts.scale_lut, experts.w13_global, experts.w13_bias, intermediate))
+         experts.scale_lut, experts.w13_global, experts.w13_bias, intermediate),
+        dependent=dependent)
 
 
 def fc1(x, experts, topk_weights, packed_route_indices, block_expert_ids, intermediate,

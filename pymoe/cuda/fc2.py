@@ -19,7 +19,9 @@ __all__ = ["fc2", "combine"]
 
 
 def prepare_fc2(intermediate, experts, topk_weights, packed_route_indices, block_expert_ids,
-                route_out, *, key: LaunchKey, stream=None) -> PreparedLaunch:
+                route_out, *, key: LaunchKey, stream=None,
+                dependent: bool = False) -> PreparedLaunch:
+    """``dependent``: a dependent launch (launch.Kernel.prepare) after fc1."""
     check_gemm_scales(experts, key)
     check_packed_rows(experts, (key,))
     kern = resolve(key, stream)
@@ -32,7 +34,8 @@ def prepare_fc2(intermediate, experts, topk_weights, packed_route_indices, block
          route_out.shape[0], 1, topk_weights,
          experts.w2_v2 if v2 else experts.w2_words,
          experts.w2_v2_scales if v2 else experts.w2_scales,
-         experts.scale_lut, experts.w2_global, experts.w2_bias, route_out))
+         experts.scale_lut, experts.w2_global, experts.w2_bias, route_out),
+        dependent=dependent)
 
 
 def fc2(intermediate, experts, topk_weights, packed_route_indices, block_expert_ids,

@@ -177,9 +177,10 @@ def test_every_reachable_kernel_compiles_to_ptx(preset, max_tokens, fmt, monkeyp
 
 
 def test_dependent_launch_waits_are_in_sm90_ptx_only():
-    """decode_fc1 / decode_fc2 let their dependents start (launch_dependents) and
-    decode_fc2 / the combine wait (griddepcontrol.wait) before reading the grid
-    before them: in PTX for sm_90; for sm_80, where the instructions do not exist
+    """decode_fc1 / decode_fc2 (and route_pack, the packed fc1 / fc2) let their
+    dependents start (launch_dependents) and decode_fc2 / the combine (and the
+    packed fc1 / fc2) wait (griddepcontrol.wait) before reading the grid before
+    them: in PTX for sm_90; for sm_80, where the instructions do not exist
     and nothing is launched dependent, _compile removes them (ptxas accepts both)."""
     if launch.SIM:
         pytest.skip("the simulator replaces the compiler")
@@ -188,7 +189,12 @@ def test_dependent_launch_waits_are_in_sm90_ptx_only():
                         hidden_size=64, intermediate_size=32, tile_n=16)
     comb = geo.LaunchKey("combine", format="", activation="", dtype="bfloat16",
                          hidden_size=64, intermediate_size=0, tile_n=geo.COMBINE_TILE_N)
-    want = {KEY: (False, True), fc2: (True, True), comb: (True, False)}
+    kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
+              intermediate_size=32, has_bias=False, router_on_input=False,
+              swiglu_limit=None, swiglu_alpha=None)
+    rp, pfc1, pfc2, _ = geo.launch_keys("packed", 16, gemm="mma", **kw)
+    want = {KEY: (False, True), fc2: (True, True), comb: (True, False),
+            rp: (False, True), pfc1: (True, True), pfc2: (True, True)}
     for key, (waits, triggers) in want.items():
         ptx90, _ = launch.compile_ptx(key, (9, 0))
         assert (wait in ptx90, trigger in ptx90) == (waits, triggers), key.kernel
@@ -283,7 +289,8 @@ def test_graph_capture_replay_matches_eager(T):
 @pytest.mark.parametrize("T", [1, 8, 64])
 def test_dependent_launches_match_ordinary_ones_eager_and_replayed(T, monkeypatch):
     """On sm_90 decode_fc2 and the combine of a decode call of at most
-    DECODE_PDL_MAX_ROUTES routes go out as programmatic dependent launches
+    DECODE_PDL_MAX_ROUTES routes, and a packed call's fc1, fc2 and combine, go
+    out as programmatic dependent launches
     (they may start while the kernel before them runs): bit-equal to PYMOE_PDL=0's
     ordinary launches of the same kernels, eager and in 16 graph replays on fresh
     inputs with the output NaN-poisoned, and equal to the reference."""
@@ -309,7 +316,7 @@ def test_dependent_launches_match_ordinary_ones_eager_and_replayed(T, monkeypatc
         s.synchronize()
         deps = [p.dependent for p in b.cache["launches"]]
         dep = b.regime == "decode" and geo.decode_dependent(T * 4)
-        want = [False, dep, dep] if b.regime == "decode" else [False] * 4
+        want = [False, dep, dep] if b.regime == "decode" else [False, True, True, True]
         assert deps == [d and pdl and flag == "1" for d in want], deps
         got = [out.get()]
         s.begin_capture()

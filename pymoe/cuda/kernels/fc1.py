@@ -21,7 +21,7 @@ from .common import (ACC_ALIGN, TILE_ROWS, activation_code, epilogue_vec, lds_f4
                      make_cta_expert, make_fc1_epilogue_parts, make_pack2, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, make_act_io
-from .ptx import smem_u32, stg2
+from .ptx import pdl_trigger, pdl_wait, smem_u32, stg2
 from .spec import KernelSpec
 
 __all__ = ["build"]
@@ -55,11 +55,14 @@ def build(key: LaunchKey) -> KernelSpec:
         tid = cuda.threadIdx.x
         n0 = cuda.blockIdx.x * tn
         blk = cuda.blockIdx.y                   # the CTA's (sub-)block
+        pdl_wait()              # a dependent launch (sm_90): the route pack is done
         e = cta_expert(beid, pri, blk, n_routes)
         acc = cuda.shared.array(acc_shape, float32, alignment=ACC_ALIGN)  # (0: dynamic)
         live = cuda.shared.array(b, int32)          # slot m holds a route (1) or padding
         if e >= 0:                                  # (uniform in the CTA)
             gemm(acc, blk, e, n0, x, w, s, lut, pri, n_routes, top_k, tw)
+        pdl_trigger()           # fc2 may be scheduled once every CTA is here (the last
+        #                         wave: earlier ones would take the slots of later ones)
         if tid < b:                                  # one load a slot, not one an output
             live[tid] = int32(1) if e >= 0 and int64(pri[blk * b + tid]) < n_routes \
                 else int32(0)

@@ -20,7 +20,7 @@ from .common import (ACC_ALIGN, TILE_ROWS, activation_code, epilogue_vec, lds_f4
                      make_cta_expert, make_fc2_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
 from .intrinsics import act_code, as_bits, make_act_io
-from .ptx import pdl_wait, smem_u32, stg4
+from .ptx import pdl_trigger, pdl_wait, smem_u32, stg4
 from .routes import local_expert
 from .spec import KernelSpec
 
@@ -52,6 +52,7 @@ def build(key: LaunchKey) -> KernelSpec:
         tid = cuda.threadIdx.x
         n0 = cuda.blockIdx.x * tn
         blk = cuda.blockIdx.y                   # the CTA's (sub-)block
+        pdl_wait()              # a dependent launch (sm_90): fc1's output is complete
         e = cta_expert(beid, pri, blk, n_routes)
         if e < 0:
             return
@@ -59,6 +60,7 @@ def build(key: LaunchKey) -> KernelSpec:
         rs = cuda.shared.array(b, int32)            # slot m's route (-1: padding)
         ws = cuda.shared.array(b, float32)          # and its router weight
         gemm(acc, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
+        pdl_trigger()           # the combine may be scheduled (see fc1)
         if tid < b:             # the route and weight loaded once a slot, not per output
             r = int64(pri[blk * b + tid])
             ok = r < n_routes

@@ -44,6 +44,7 @@ from numba import cuda, int32, int64, uint16, uint32, uint64
 from ...geometry import (ROUTE_PACK_MAX_EXPERTS, ROUTE_PACK_RANK_EXPERTS, ROUTE_PACK_THREADS,
                          LaunchKey)
 from .intrinsics import SIM
+from .ptx import pdl_trigger
 from .routes import expert_of, load_id, local_expert
 from .spec import KernelSpec
 
@@ -131,6 +132,7 @@ def _count_ids(ids, wide, r, hi, nid, hist):
 
 def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
             offsets, pri, n_slots, beid, n_blocks, count, tile):
+    pdl_trigger()               # fc1 may be scheduled now (it waits: a few CTAs here)
     tid = cuda.threadIdx.x
     cta = cuda.blockIdx.x
     cnt = cuda.shared.array(MAX_EXPERTS, int32)

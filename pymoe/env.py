@@ -9,9 +9,10 @@ README's table.
                         (tensor cores, mma.sync), wgmma (Hopper's warpgroup MMA, sm_90
                         only) or fma (the plain CUDA-core GEMM the simulator runs); read
                         here only (``gemm_variant``), carried by LaunchKey.gemm
-    PYMOE_PDL           0 launches decode_fc2 and the combine as ordinary launches
-                        (default 1: programmatic dependent launches on sm_90+,
-                        launch.pdl_enabled)
+    PYMOE_PDL           0 launches every kernel as an ordinary launch (default 1:
+                        decode_fc2 and the combine of a decode call, fc1, fc2 and
+                        the combine of a packed call as programmatic dependent
+                        launches on sm_90+, launch.pdl_enabled)
 """
 from __future__ import annotations
 

@@ -107,16 +107,24 @@ DECODE_MAX_TOKENS = 64
 # Caps' default cut is lower for large experts: decode streams an expert's
 # weights once a CTA group, and its cost grows with the routed weight bytes
 # T * top_k * expert_weight_bytes, which the packed regime reads once an expert.
-# With the v2 wgmma GEMM (H200, graph, MXFP4/bf16, us, decode vs every T packed):
+# With the v2 wgmma GEMM, step 6 of docs/performance.md (H200, graph,
+# MXFP4/bf16, us, decode vs every T packed):
 #     gpt-oss-120b  T=8 256.5 / 255.2   12 346.2 / 328.2   16 449.7 / 394.0
 #     qwen3-30b-a3b T=8 111.4 / 131.8   16 169.3 / 176.5   24 204.2 / 195.3
-# Both cross where the routed bytes reach ~400 MB (gpt-oss ~53 MB a token,
-# qwen3 ~20 MB): default_decode_cut.  The decode kernels compute on CUDA cores,
-# so their work grows with the routed weights, the packed GEMMs' far less.
-# Below DECODE_MIN_CUT (gpt-oss's crossover, where both regimes tie) nothing is
-# measured, so larger experts (deepseek-v3, mixtral) stop there.
-DECODE_ROUTED_BYTES = 400_000_000
-DECODE_MIN_CUT = 8
+# put the cut at 400 MB routed (qwen3 T = 19, gpt-oss T = 8).  The packed
+# regime has since got faster at small T (the route packer's match ranks and
+# dependent launches, step 20; the ring at every block, step 19) and decode
+# has not; step 21 measured (same units):
+#     qwen3-30b-a3b T=1 28.0 / 34.0   2 40.7 / 39.9   3 52.3 / 47.2
+#                   4 60.9 / 50.6   8 106.6 / 77.6   16 168.4 / 101.1
+#     gpt-oss-120b  T=1 48.1 / 57.7   2 74.0 / 69.6   3 103.9 / 87.4
+#                   4 121.2 / 105.5   8 223.8 / 170.4
+# Decode now wins at T = 1 only (20 MB routed on qwen3, 53 MB on gpt-oss):
+# 30 MB keeps smaller experts (fewer bytes a token, where the packed regime's
+# four launches weigh more) in decode a little longer; nothing below 20 MB a
+# token is measured.  DECODE_MIN_CUT keeps T = 1 in decode for any expert.
+DECODE_ROUTED_BYTES = 30_000_000
+DECODE_MIN_CUT = 1
 # An expert's route list lives in shared memory: at most DECODE_ROUTE_CAP routes
 # (T*k) per decode call, so a large top_k moves the cut down.
 DECODE_ROUTE_CAP = 1024

@@ -25,7 +25,7 @@ def test_acceptance_case_fits_30_mib(fmt):
     assert n == p.scratch_nbytes
     assert n <= 30.03 * 2**20, f"{n / 2**20:.2f} MiB"
     # the decode regime ends where the routed weight bytes reach
-    # geometry.DECODE_ROUTED_BYTES (~40 MB a token here: T = 9); packed after it
+    # geometry.DECODE_ROUTED_BYTES (~40 MB a token here: T = 1); packed after it
     per_token = 8 * geo.expert_weight_bytes(fmt, "silu", 6144, 512)
     assert caps.decode_cut == max(geo.DECODE_MIN_CUT, geo.DECODE_ROUTED_BYTES // per_token)
     buckets = caps.buckets()

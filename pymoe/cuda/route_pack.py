@@ -20,6 +20,9 @@ def prepare_route_pack(topk_ids, expert_map, num_experts: int, block: int, exper
     if num_experts > ROUTE_PACK_MAX_EXPERTS:
         raise ValueError(f"num_experts={num_experts}: the route packer supports at most "
                          f"{ROUTE_PACK_MAX_EXPERTS}")
+    if block < 1 or block & (block - 1):
+        raise ValueError(f"block={block}: the route packer takes a power of two "
+                         f"(geometry.BLOCK_SIZES)")
     ids, stride, emap, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
     ctas, tile = route_pack_grid(topk_ids.size)
     return resolve(key, stream).prepare(

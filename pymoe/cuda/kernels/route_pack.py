@@ -15,8 +15,10 @@ routes goes:
     1. count (shared-memory atomics), 2. padded exclusive prefix (a scan over
     the threads, one expert a thread, by warp shuffles; CTA 0 writes
     expert_offsets and the count), 3. the sentinels of the padding slots and
-    the block owners, grid-strided (padding and route slots are disjoint, so
-    no CTA's sentinel lands on another's route),
+    the block owners: a warp an expert (grid-wide), its lanes strided over the
+    expert's padding slots and blocks, then the slots and blocks past the
+    total grid-strided (padding and route slots are disjoint, so no CTA's
+    sentinel lands on another's route),
     4. the tile's routes scattered stably in rounds of THREADS, a route's slot
     = its expert's running cursor (its offset + the routes before the round)
     + its rank among the round's routes of that expert.  Up to RANK_EXPERTS
@@ -65,20 +67,6 @@ WARPS = THREADS // 32
 RANK_EXPERTS = ROUTE_PACK_RANK_EXPERTS
 TAB_N = WARPS * RANK_EXPERTS             # (a constant: Numba's shape)
 assert THREADS == 1 << IDX_BITS and ROUTE_PACK_THREADS % THREADS == 0 and THREADS % 32 == 0
-
-
-@cuda.jit(device=True, inline=True)
-def _owner(off, n_exp, s):
-    """The last expert e < n_exp with off[e] <= s (s < off[n_exp])."""
-    lo = 0
-    hi = n_exp - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if off[mid] <= s:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 @cuda.jit(device=True, inline=True)
@@ -147,12 +135,13 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
     match = n_exp <= RANK_EXPERTS
     t0 = cta * tile
     t1 = min(t0 + tile, n_routes)
-    for e in range(tid, n_exp, THREADS):
-        cnt[e] = 0
-        cur[e] = 0
+    ut = uint64(tid)
+    for q in range(EPT):                                     # constant trip counts:
+        cnt[ut + uint64(q * THREADS)] = 0                    # unrolled, unsigned
+        cur[ut + uint64(q * THREADS)] = 0
     if match:
-        for i in range(tid, TAB_N, THREADS):
-            tab[i] = 0
+        for q in range(TAB_N // THREADS):
+            tab[ut + uint64(q * THREADS)] = 0
     cuda.syncthreads()
     if has_map == 0:                                         # 1. count: routes before
         nid = uint32(num_ids)                                # the tile into cur, the
@@ -231,27 +220,44 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
                 if cta == 0:
                     count[0] = run
     cuda.syncthreads()
-    if cta == 0:
-        for e in range(tid, n_exp + 1, THREADS):
-            offsets[e] = off[e]
-    total = off[n_exp]
-    g = cta * THREADS + tid
-    gstride = cuda.gridDim.x * THREADS
-    for s in range(g, n_slots, gstride):                     # 3. padding sentinels,
-        if s >= total:
-            pri[s] = n_routes
-        else:
-            e = _owner(off, n_exp, s)
-            if s - off[e] >= cnt[e]:
-                pri[s] = n_routes
-    for b in range(g, n_blocks, gstride):                    # block owners
-        start = b * block
-        owner = -1
-        if start < total:
-            owner = _owner(off, n_exp, start)
-        beid[b] = owner
-    ut = uint64(tid)                                         # 4. stable scatter in
-    if match:                                                # rounds: a route's rank
+    u32 = uint32(32)                                         # (uint32 throughout:
+    n_e = uint32(n_exp)                                      # Numba widens to 64
+    if cta == 0:                                             # bits unless cast)
+        xe = uint32(tid)
+        while xe <= n_e:
+            offsets[xe] = off[xe]
+            xe = uint32(xe + uint32(THREADS))
+    total = uint32(off[n_exp])                               # 3. a warp an expert:
+    lb = uint32(cuda.ffs(int32(block)) - 1)                  # its padding slots'
+    sent = int32(n_routes)                                   # sentinels and its
+    nw = uint32(cuda.gridDim.x * WARPS)                      # blocks' owner, lanes
+    xe = uint32(cta * WARPS + warp)                          # strided (block: a
+    while xe < n_e:                                          # power of two)
+        lo = uint32(off[xe])
+        hi = uint32(off[xe + uint32(1)])
+        sl = uint32(lo + uint32(cnt[xe]) + lane)
+        while sl < hi:
+            pri[sl] = sent
+            sl = uint32(sl + u32)
+        bl = uint32((lo >> lb) + lane)
+        bh = uint32(hi >> lb)
+        while bl < bh:
+            beid[bl] = int32(xe)
+            bl = uint32(bl + u32)
+        xe = uint32(xe + nw)
+    gs = uint32(cuda.gridDim.x * THREADS)                    # past the total: grid
+    sl = uint32(total + uint32(cta * THREADS + tid))         # strided
+    ns = uint32(n_slots)
+    while sl < ns:
+        pri[sl] = sent
+        sl = uint32(sl + gs)
+    bl = uint32((total >> lb) + uint32(cta * THREADS + tid))
+    nb = uint32(n_blocks)
+    while bl < nb:
+        beid[bl] = int32(-1)
+        bl = uint32(bl + gs)
+    if match:                                                # 4. stable scatter in
+                                                             # rounds: a route's rank
         for base in range(t0, t1, THREADS):                  # among the warp's routes
             r = base + tid                                   # of its expert (a match)
             e = -1                                           # + those of the warps

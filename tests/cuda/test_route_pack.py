@@ -104,3 +104,21 @@ def test_route_pack_sort_ranks_past_rank_experts(routing, monkeypatch):
         shapes = [(300, 8, 384, 16), (5000, 8, 384, 32)]
     grids = _check(routing, shapes, xp)
     assert max(grids) > 1, grids
+
+
+@pytest.mark.parametrize("block", [12, 0, -8])
+def test_route_pack_block_not_a_power_of_two(block):
+    """The packer finds a block's first slot by a shift: any other block is a
+    ValueError naming it, before the launch, with every buffer untouched."""
+    from pymoe.cuda import route_pack as cuda_rp
+    xp = np
+    if not CUDASIM:
+        import cupy as xp
+    ids, _ = _routes("uniform", 20, 2, 8, np.random.default_rng(3))
+    bufs = [xp.full(n, -7, np.int32) for n in (9, 200, 30, 1)]
+    key = geo.LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,
+                        intermediate_size=0)
+    with pytest.raises(ValueError, match=f"block={block}: the route packer takes a power of two"):
+        cuda_rp.route_pack(xp.asarray(ids), None, 8, block, *bufs, key=key)
+    for b in bufs:
+        assert (np.asarray(b.get() if hasattr(b, "get") else b) == -7).all()

@@ -199,7 +199,8 @@ def test_blocks_of_128_from_a_mean_of_128_routes_on_every_gemm():
 def test_default_decode_cut_follows_the_routed_weight_bytes():
     """Caps' default decode / packed cut: where T * top_k * expert bytes reaches
     DECODE_ROUTED_BYTES (measured: decode wins at T = 1 only on gpt-oss-120b
-    and qwen3-30b-a3b, docs/performance.md step 21), clamped to DECODE_MIN_CUT..DECODE_MAX_TOKENS and the route cap."""
+    and qwen3-30b-a3b, docs/performance.md step 21), clamped to
+    DECODE_MIN_CUT..DECODE_MAX_TOKENS and the route cap."""
     from pymoe.presets import PRESETS
 
     def cut(name, fmt="mxfp4"):
@@ -217,6 +218,10 @@ def test_default_decode_cut_follows_the_routed_weight_bytes():
     assert cut("gpt-oss-120b") == geo.DECODE_MIN_CUT == 1
     assert cut("deepseek-v3") == geo.DECODE_MIN_CUT
     assert cut("tiny") == geo.DECODE_MAX_TOKENS
+    # between the clamps: 8 experts of H 512, I 768 route ~5.0 MB a token
+    per_token = 8 * geo.expert_weight_bytes("mxfp4", "silu", 512, 768)
+    assert geo.default_decode_cut(8, "mxfp4", "silu", 512, 768) == \
+        geo.DECODE_ROUTED_BYTES // per_token == 5
     # larger experts never move the cut up
     cuts = [geo.default_decode_cut(8, "mxfp4", "silu", h, 768) for h in range(256, 8192, 256)]
     assert cuts == sorted(cuts, reverse=True)

@@ -67,7 +67,9 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
     from shared memory; wgmma.wait_group 0 (k-tile c - 1, whose A registers are
     written next); decode; 4 wgmma.  No global load into registers is in flight
     at a fence, whose MEMBAR.ALL.CTA waits for every one.
-  Slots are counters, descriptors the ring's plus an offset.
+  Both loops run whole turns of the ring unrolled (then the last k-tiles
+  straight-line), so a k-tile's slot is a constant in its copy of the step:
+  slot addresses and descriptors are the ring's plus constants, no counters.
 A tile index past the projection's row tiles is clamped to the last one; its
 rows are past the outputs, which the epilogues never read.
 """
@@ -464,19 +466,12 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                   avec)
 
     @cuda.jit(device=True, inline=True)
-    def ring_start(ring_base):
-        """(dring, cur, nxt, c): the ring's first image descriptor, the slots of
-        k-tiles 0 and ring - 2, and k-tile 0.  Descriptors: the start address is
+    def ring_desc(ring_base):
+        """The image descriptor of ring slot 0.  Descriptors: the start address is
         the low 14 bits (16-byte units) and shared addresses stay below 256 KB,
-        so a slot's image descriptor is the first one's plus the slot's offset /
-        16, no carry out of the field."""
-        return (wgmma_desc_sw32(ring_base + uint32(WSLOT + SSLOT), SBO), uint32(0),
-                uint32(ring - 2), uint32(0))
-
-    @cuda.jit(device=True, inline=True)
-    def ring_next(i):
-        """The ring slot after slot i."""
-        return uint32(0) if i == uint32(ring - 1) else uint32(i + uint32(1))
+        so slot j's image descriptor is slot 0's plus j SLOT / 16, no carry out
+        of the field."""
+        return wgmma_desc_sw32(ring_base + uint32(WSLOT + SSLOT), SBO)
 
     @cuda.jit(device=True, inline=True)
     def slot_words(sc, utid, i):
@@ -491,6 +486,51 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             s0 = lds1(ss + uint32(4) * utid)
             s1 = s0 >> uint32(16)
         return w0, w1, w2, w3, s0, s1
+
+    # Both loops run whole turns of the ring unrolled, then the last kt_n % ring
+    # k-tiles straight-line: k-tile c's slot c % ring is a constant in each copy
+    # of the step, so no slot counters are kept and the descriptors and slot
+    # addresses are the ring's plus constants (docs/performance.md step 22).
+    kt_left = kt_n % ring
+    kt_main = kt_n - kt_left
+
+    @cuda.jit(device=True, inline=True)
+    def ring_step(acc, c, j, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid,
+                  avec, s2):
+        """Ring-loop iteration c, whose slot j = c % ring is a constant:
+        ring_refill into slot (j + ring - 2) % ring, then k-tile c from slot j.
+        (Every warp's wait_group 0 in k-tile c - 1 retired k-tile c - 2's wgmma.)"""
+        cur = uint32(j)
+        nxt = uint32((j + ring - 2) % ring)
+        ring_refill(c, nxt, ring_base, st_x, gw, gs, gw, gs, xoff, r0, r0, hh, stager, a,
+                    utid, avec)
+        wa0, wa1, wa2, wa3, sa0, sa1 = slot_words(ring_base + cur * uint32(SLOT), utid, 0)
+        return ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, SLOT // 16)
+
+    def make_ring_steps(n):
+        """ring_steps(acc, c, ...): ring-loop iterations c .. c + n - 1 (c % ring ==
+        0), slots 0 .. n - 1, one inlined copy each."""
+        if n == 1:
+            @cuda.jit(device=True, inline=True)
+            def one(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid,
+                    avec, s2):
+                return ring_step(acc, c, 0, ring_base, dring, st_x, gw, gs, xoff, r0, hh,
+                                 stager, a, utid, avec, s2)
+            return one
+        head = make_ring_steps(n - 1)
+        j = n - 1
+
+        @cuda.jit(device=True, inline=True)
+        def steps(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid, avec,
+                  s2):
+            acc = head(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid,
+                       avec, s2)
+            return ring_step(acc, uint32(c + uint32(j)), j, ring_base, dring, st_x, gw, gs,
+                             xoff, r0, hh, stager, a, utid, avec, s2)
+        return steps
+
+    ring_turn = make_ring_steps(ring)
+    ring_rest = make_ring_steps(max(kt_left, 1))
 
     @cuda.jit(device=True, inline=True)
     def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
@@ -509,16 +549,15 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         ring_prologue(ring_base, gw, gs, gw, gs, xoff, r0, r0, hh, stager, a, utid, avec,
                       s2, lut, tid)
         acc = fill(float32(0.0))
-        dring, cur, nxt, c = ring_start(ring_base)     # slots of k-tiles c, c + ring - 2
-        while c < uint32(kt_n):
-            # (every warp's wait_group 0 in k-tile c - 1 retired k-tile c - 2's wgmma)
-            ring_refill(c, nxt, ring_base, st_x, gw, gs, gw, gs, xoff, r0, r0, hh, stager, a,
-                        utid, avec)
-            wa0, wa1, wa2, wa3, sa0, sa1 = slot_words(ring_base + cur * uint32(SLOT), utid, 0)
-            acc = ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, SLOT // 16)
-            cur = ring_next(cur)
-            nxt = ring_next(nxt)
-            c = uint32(c + uint32(1))
+        dring = ring_desc(ring_base)
+        c = uint32(0)
+        while c < uint32(kt_main):      # whole turns of the ring, then the rest
+            acc = ring_turn(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a,
+                            utid, avec, s2)
+            c = uint32(c + uint32(ring))
+        if kt_left > 0:
+            acc = ring_rest(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a,
+                            utid, avec, s2)
         wait0()
         cp_wait0()                      # (only empty groups can be left)
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
@@ -536,31 +575,65 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         pad = keep if full else widen
 
         @cuda.jit(device=True, inline=True)
+        def step(acc0, acc1, c, j, ring_base, dring, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1,
+                 hh, a, utid, avec, s2):
+            """Wide-loop iteration c, whose slot j = c % ring is a constant."""
+            ring_wait(st_x)
+            # k-tile c's weights and scales first: their shared loads do not
+            # queue behind the copies in the memory pipe
+            sc = ring_base + uint32(j * SLOT)
+            x0, x1, x2, x3, sa0, sa1 = slot_words(sc, utid, 0)
+            y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
+            # (every warp's wait_group 1 before k-tile c - 1's second m-tile
+            # retired k-tile c - 2's groups)
+            ring_copy(c, uint32((j + ring - 2) % ring), ring_base, gw0, gs0, gw1, gs1, xoff,
+                      r0, r1, hh, True, a, utid, avec)
+            d = dring + int64(j * (SLOT // 16))
+            wait1()                     # m-tile 0's group of k-tile c - 1 retired
+            acc0 = issue(acc0, x0, x1, x2, x3, sa0, sa1, s2, d)
+            wgmma_commit()
+            wait1()                     # m-tile 1's group of k-tile c - 1 retired
+            acc1 = issue(acc1, y0, y1, y2, y3, sc0, sc1, s2, d)
+            wgmma_commit()
+            return acc0, acc1
+
+        def make_steps(n):
+            """steps(acc0, acc1, c, ...): iterations c .. c + n - 1 (c % ring == 0)."""
+            if n == 1:
+                @cuda.jit(device=True, inline=True)
+                def one(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1, xoff, r0,
+                        r1, hh, a, utid, avec, s2):
+                    return step(acc0, acc1, c, 0, ring_base, dring, st_x, gw0, gs0, gw1, gs1,
+                                xoff, r0, r1, hh, a, utid, avec, s2)
+                return one
+            head = make_steps(n - 1)
+            j = n - 1
+
+            @cuda.jit(device=True, inline=True)
+            def steps(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1,
+                      hh, a, utid, avec, s2):
+                acc0, acc1 = head(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1,
+                                  xoff, r0, r1, hh, a, utid, avec, s2)
+                return step(acc0, acc1, uint32(c + uint32(j)), j, ring_base, dring, st_x, gw0,
+                            gs0, gw1, gs1, xoff, r0, r1, hh, a, utid, avec, s2)
+            return steps
+
+        turn = make_steps(ring)
+        rest = make_steps(max(kt_left, 1))
+
+        @cuda.jit(device=True, inline=True)
         def loop(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, a, utid, avec, s2):
             acc0 = fill_n(float32(0.0))
             acc1 = fill_n(float32(0.0))
-            dring, cur, nxt, c = ring_start(ring_base)  # slots of k-tiles c, c + ring - 2
-            while c < uint32(kt_n):
-                ring_wait(st_x)
-                # k-tile c's weights and scales first: their shared loads do not
-                # queue behind the copies in the memory pipe
-                sc = ring_base + cur * uint32(SLOT)
-                x0, x1, x2, x3, sa0, sa1 = slot_words(sc, utid, 0)
-                y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
-                # (every warp's wait_group 1 before k-tile c - 1's second m-tile
-                # retired k-tile c - 2's groups)
-                ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, True, a,
-                          utid, avec)
-                d = dring + int64(cur * uint32(SLOT // 16))
-                wait1()                     # m-tile 0's group of k-tile c - 1 retired
-                acc0 = issue(acc0, x0, x1, x2, x3, sa0, sa1, s2, d)
-                wgmma_commit()
-                wait1()                     # m-tile 1's group of k-tile c - 1 retired
-                acc1 = issue(acc1, y0, y1, y2, y3, sc0, sc1, s2, d)
-                wgmma_commit()
-                cur = ring_next(cur)
-                nxt = ring_next(nxt)
-                c = uint32(c + uint32(1))
+            dring = ring_desc(ring_base)
+            c = uint32(0)
+            while c < uint32(kt_main):  # whole turns of the ring, then the rest
+                acc0, acc1 = turn(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1,
+                                  xoff, r0, r1, hh, a, utid, avec, s2)
+                c = uint32(c + uint32(ring))
+            if kt_left > 0:
+                acc0, acc1 = rest(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1,
+                                  xoff, r0, r1, hh, a, utid, avec, s2)
             wait0()
             return pad(acc0), pad(acc1)
         return loop

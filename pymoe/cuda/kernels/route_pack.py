@@ -282,15 +282,32 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
             if e >= 0 and rank == 0:                         # the group's leader
                 tab[col] = n_w
             cuda.syncthreads()
-            for x in range(tid, n_exp, THREADS):             # per expert: exclusive
-                run = int32(0)                               # prefix over the warps
-                for w in range(WARPS):                       # (zero stays zero)
-                    c = int32(tab[w * RANK_EXPERTS + x])
+            if SIM or WARPS != 32:    # per expert: exclusive prefix over the warps
+                for x in range(tid, n_exp, THREADS):         # (zero stays zero), a
+                    run = int32(0)                           # thread an expert
+                    for w in range(WARPS):
+                        c = int32(tab[w * RANK_EXPERTS + x])
+                        if c != 0:
+                            tab[w * RANK_EXPERTS + x] = run
+                            run += c
+                    first[x] = cur[x]                        # the round's base
+                    cur[x] += run
+            else:                     # a warp an expert, lane w its warp w's count:
+                xw = uint32(warp)                            # a shuffle scan
+                while xw < n_e:
+                    ti = lane * uint32(RANK_EXPERTS) + xw
+                    c = int32(tab[ti])
+                    inc = c
+                    for d in (1, 2, 4, 8, 16):
+                        v = cuda.shfl_up_sync(0xFFFFFFFF, inc, d)
+                        if lane >= d:
+                            inc += v
                     if c != 0:
-                        tab[w * RANK_EXPERTS + x] = run
-                        run += c
-                first[x] = cur[x]                            # the round's base
-                cur[x] += run
+                        tab[ti] = inc - c
+                    if lane == 31:
+                        first[xw] = cur[xw]                  # the round's base
+                        cur[xw] += inc
+                    xw = uint32(xw + uint32(WARPS))
             cuda.syncthreads()
             if e >= 0:
                 pri[first[e] + int32(tab[col]) + rank] = r

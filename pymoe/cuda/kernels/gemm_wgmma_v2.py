@@ -91,6 +91,12 @@ from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgm
 
 __all__ = ["make_tile_gemm", "acc_tile_words"]
 
+# The unrolled loops' steps (one copy per k-tile of a ring turn) are inlined by
+# NVVM (forceinline), not copied into the caller's Numba IR, which takes minutes
+# at the wide loop's 6-slot turn (as in decode.py).  The simulator takes no
+# forceinline (and never builds these kernels: inline PTX).
+step_fn = cuda.jit(device=True, forceinline=True)
+
 SBO = 256               # bytes between groups of 8 routes in the image
 KT_WORDS = 128          # uint32 words of one v2 tile (32 lanes x 16 bytes)
 
@@ -494,7 +500,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     kt_left = kt_n % ring
     kt_main = kt_n - kt_left
 
-    @cuda.jit(device=True, inline=True)
+    @step_fn
     def ring_step(acc, c, j, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid,
                   avec, s2):
         """Ring-loop iteration c, whose slot j = c % ring is a constant:
@@ -511,7 +517,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         """ring_steps(acc, c, ...): ring-loop iterations c .. c + n - 1 (c % ring ==
         0), slots 0 .. n - 1, one inlined copy each."""
         if n == 1:
-            @cuda.jit(device=True, inline=True)
+            @step_fn
             def one(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid,
                     avec, s2):
                 return ring_step(acc, c, 0, ring_base, dring, st_x, gw, gs, xoff, r0, hh,
@@ -520,7 +526,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         head = make_ring_steps(n - 1)
         j = n - 1
 
-        @cuda.jit(device=True, inline=True)
+        @step_fn
         def steps(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid, avec,
                   s2):
             acc = head(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid,
@@ -574,7 +580,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         fill_n = fill if full else fill64
         pad = keep if full else widen
 
-        @cuda.jit(device=True, inline=True)
+        @step_fn
         def step(acc0, acc1, c, j, ring_base, dring, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1,
                  hh, a, utid, avec, s2):
             """Wide-loop iteration c, whose slot j = c % ring is a constant."""
@@ -600,7 +606,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         def make_steps(n):
             """steps(acc0, acc1, c, ...): iterations c .. c + n - 1 (c % ring == 0)."""
             if n == 1:
-                @cuda.jit(device=True, inline=True)
+                @step_fn
                 def one(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1, xoff, r0,
                         r1, hh, a, utid, avec, s2):
                     return step(acc0, acc1, c, 0, ring_base, dring, st_x, gw0, gs0, gw1, gs1,
@@ -609,7 +615,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             head = make_steps(n - 1)
             j = n - 1
 
-            @cuda.jit(device=True, inline=True)
+            @step_fn
             def steps(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1,
                       hh, a, utid, avec, s2):
                 acc0, acc1 = head(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1,

@@ -74,10 +74,15 @@ def test_int64_ids_and_stream():
     import cupy as cp
     p, b, ref, runs = run_case(Case(40, 256, 144, 8, 2), device=True)
     prob_ids = cp.asarray(b.topk_ids.astype(np.int64))
+    x, tw = cp.asarray(b.x), cp.asarray(b.topk_weights)
     s = cp.cuda.Stream(non_blocking=True)
     ew = pymoe.cuda.to_device(p.experts)
-    y = pymoe.fused_moe(cp.asarray(b.x), ew, cp.asarray(b.topk_weights), prob_ids,
-                        backend="cuda", stream=s)
+    # the inputs' copies ran on the current (legacy) stream, which a non-blocking
+    # stream does not wait for: the caller orders them (unordered, on a GPU busy
+    # with seven other test processes, the call on s returned a 100% mismatch on
+    # 2026-12-04, most likely reading inputs whose copies had not landed)
+    cp.cuda.get_current_stream().synchronize()
+    y = pymoe.fused_moe(x, ew, tw, prob_ids, backend="cuda", stream=s)
     s.synchronize()
     np.testing.assert_array_equal(y.get().view(np.uint16), runs[0]["y"].view(np.uint16))
 

@@ -67,9 +67,10 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
     from shared memory; wgmma.wait_group 0 (k-tile c - 1, whose A registers are
     written next); decode; 4 wgmma.  No global load into registers is in flight
     at a fence, whose MEMBAR.ALL.CTA waits for every one.
-  Both loops run whole turns of the ring unrolled (then the last k-tiles
+  The ring loop runs whole turns of the ring unrolled (then the last k-tiles
   straight-line), so a k-tile's slot is a constant in its copy of the step:
   slot addresses and descriptors are the ring's plus constants, no counters.
+  The wide loop keeps slot counters (unrolled, it ran 3% slower).
 A tile index past the projection's row tiles is clamped to the last one; its
 rows are past the outputs, which the epilogues never read.
 """
@@ -83,6 +84,7 @@ from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_MTILES, WGMMA_V2_RING,
 from .common import (M14, M126, TILE_ROWS, Shape, make_decoder, make_pair16,
                      make_round_pair, tile_roles)
 from .gemm_mma import make_route_row
+from .intrinsics import SIM
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_async16_z, cp_commit, gaddr,
                   ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait, min_u16x2, mul2_bf16,
                   mul2_f16, prmt, smem_u32, sts4)
@@ -91,11 +93,13 @@ from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgm
 
 __all__ = ["make_tile_gemm", "acc_tile_words"]
 
-# The unrolled loops' steps (one copy per k-tile of a ring turn) are inlined by
-# NVVM (forceinline), not copied into the caller's Numba IR, which takes minutes
-# at the wide loop's 6-slot turn (as in decode.py).  The simulator takes no
-# forceinline (and never builds these kernels: inline PTX).
-step_fn = cuda.jit(device=True, forceinline=True)
+# The unrolled ring loop's steps (one copy per k-tile of a ring turn) are inlined
+# by NVVM (forceinline), not copied into the caller's Numba IR, which took
+# minutes on an unrolled 6-slot wide loop (as in decode.py).  The simulator takes no
+# forceinline (it never builds these kernels, whose PTX is inline, but imports
+# this module).
+step_fn = (cuda.jit(device=True, inline=True) if SIM
+           else cuda.jit(device=True, forceinline=True))
 
 SBO = 256               # bytes between groups of 8 routes in the image
 KT_WORDS = 128          # uint32 words of one v2 tile (32 lanes x 16 bytes)
@@ -493,7 +497,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             s1 = s0 >> uint32(16)
         return w0, w1, w2, w3, s0, s1
 
-    # Both loops run whole turns of the ring unrolled, then the last kt_n % ring
+    # The ring loop runs whole turns of the ring unrolled, then the last kt_n % ring
     # k-tiles straight-line: k-tile c's slot c % ring is a constant in each copy
     # of the step, so no slot counters are kept and the descriptors and slot
     # addresses are the ring's plus constants (docs/performance.md step 22).
@@ -580,66 +584,37 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         fill_n = fill if full else fill64
         pad = keep if full else widen
 
-        @step_fn
-        def step(acc0, acc1, c, j, ring_base, dring, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1,
-                 hh, a, utid, avec, s2):
-            """Wide-loop iteration c, whose slot j = c % ring is a constant."""
-            ring_wait(st_x)
-            # k-tile c's weights and scales first: their shared loads do not
-            # queue behind the copies in the memory pipe
-            sc = ring_base + uint32(j * SLOT)
-            x0, x1, x2, x3, sa0, sa1 = slot_words(sc, utid, 0)
-            y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
-            # (every warp's wait_group 1 before k-tile c - 1's second m-tile
-            # retired k-tile c - 2's groups)
-            ring_copy(c, uint32((j + ring - 2) % ring), ring_base, gw0, gs0, gw1, gs1, xoff,
-                      r0, r1, hh, True, a, utid, avec)
-            d = dring + int64(j * (SLOT // 16))
-            wait1()                     # m-tile 0's group of k-tile c - 1 retired
-            acc0 = issue(acc0, x0, x1, x2, x3, sa0, sa1, s2, d)
-            wgmma_commit()
-            wait1()                     # m-tile 1's group of k-tile c - 1 retired
-            acc1 = issue(acc1, y0, y1, y2, y3, sc0, sc1, s2, d)
-            wgmma_commit()
-            return acc0, acc1
-
-        def make_steps(n):
-            """steps(acc0, acc1, c, ...): iterations c .. c + n - 1 (c % ring == 0)."""
-            if n == 1:
-                @step_fn
-                def one(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1, xoff, r0,
-                        r1, hh, a, utid, avec, s2):
-                    return step(acc0, acc1, c, 0, ring_base, dring, st_x, gw0, gs0, gw1, gs1,
-                                xoff, r0, r1, hh, a, utid, avec, s2)
-                return one
-            head = make_steps(n - 1)
-            j = n - 1
-
-            @step_fn
-            def steps(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1,
-                      hh, a, utid, avec, s2):
-                acc0, acc1 = head(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1,
-                                  xoff, r0, r1, hh, a, utid, avec, s2)
-                return step(acc0, acc1, uint32(c + uint32(j)), j, ring_base, dring, st_x, gw0,
-                            gs0, gw1, gs1, xoff, r0, r1, hh, a, utid, avec, s2)
-            return steps
-
-        turn = make_steps(ring)
-        rest = make_steps(max(kt_left, 1))
-
         @cuda.jit(device=True, inline=True)
         def loop(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, a, utid, avec, s2):
+            # (not unrolled by a ring turn like the ring loop: measured 3% slower
+            # at T = 4096, docs/performance.md step 22)
             acc0 = fill_n(float32(0.0))
             acc1 = fill_n(float32(0.0))
             dring = ring_desc(ring_base)
+            cur = uint32(0)                 # slots of k-tiles c, c + ring - 2
+            nxt = uint32(ring - 2)
             c = uint32(0)
-            while c < uint32(kt_main):  # whole turns of the ring, then the rest
-                acc0, acc1 = turn(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1,
-                                  xoff, r0, r1, hh, a, utid, avec, s2)
-                c = uint32(c + uint32(ring))
-            if kt_left > 0:
-                acc0, acc1 = rest(acc0, acc1, c, ring_base, dring, st_x, gw0, gs0, gw1, gs1,
-                                  xoff, r0, r1, hh, a, utid, avec, s2)
+            while c < uint32(kt_n):
+                ring_wait(st_x)
+                # k-tile c's weights and scales first: their shared loads do not
+                # queue behind the copies in the memory pipe
+                sc = ring_base + cur * uint32(SLOT)
+                x0, x1, x2, x3, sa0, sa1 = slot_words(sc, utid, 0)
+                y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
+                # (every warp's wait_group 1 before k-tile c - 1's second m-tile
+                # retired k-tile c - 2's groups)
+                ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, True, a,
+                          utid, avec)
+                d = dring + int64(cur * uint32(SLOT // 16))
+                wait1()                     # m-tile 0's group of k-tile c - 1 retired
+                acc0 = issue(acc0, x0, x1, x2, x3, sa0, sa1, s2, d)
+                wgmma_commit()
+                wait1()                     # m-tile 1's group of k-tile c - 1 retired
+                acc1 = issue(acc1, y0, y1, y2, y3, sc0, sc1, s2, d)
+                wgmma_commit()
+                cur = uint32(0) if cur == uint32(ring - 1) else uint32(cur + uint32(1))
+                nxt = uint32(0) if nxt == uint32(ring - 1) else uint32(nxt + uint32(1))
+                c = uint32(c + uint32(1))
             wait0()
             return pad(acc0), pad(acc1)
         return loop

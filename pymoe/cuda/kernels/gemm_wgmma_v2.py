@@ -484,6 +484,11 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return wgmma_desc_sw32(ring_base + uint32(WSLOT + SSLOT), SBO)
 
     @cuda.jit(device=True, inline=True)
+    def ring_next(i):
+        """The ring slot after slot i (the wide loop's counters)."""
+        return uint32(0) if i == uint32(ring - 1) else uint32(i + uint32(1))
+
+    @cuda.jit(device=True, inline=True)
     def slot_words(sc, utid, i):
         """(w0, w1, w2, w3, s0, s1): this thread's m-tile i weight words and
         scale words (NVFP4: rows g and g + 8; MXFP4: both rows in one, s1 its
@@ -612,8 +617,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 wait1()                     # m-tile 1's group of k-tile c - 1 retired
                 acc1 = issue(acc1, y0, y1, y2, y3, sc0, sc1, s2, d)
                 wgmma_commit()
-                cur = uint32(0) if cur == uint32(ring - 1) else uint32(cur + uint32(1))
-                nxt = uint32(0) if nxt == uint32(ring - 1) else uint32(nxt + uint32(1))
+                cur = ring_next(cur)
+                nxt = ring_next(nxt)
                 c = uint32(c + uint32(1))
             wait0()
             return pad(acc0), pad(acc1)

@@ -33,7 +33,7 @@ __all__ = [
     "is_gated", "fc1_rows", "gate_rows", "scale_group", "num_scale_groups", "K_ALIGN",
     "padded_k", "GEMMS", "SWIGLUOAI_ALPHA", "SWIGLUOAI_LIMIT", "swiglu_params",
     "GEMM_THREADS", "GEMM_TILE_ROWS", "fc1_tile_n", "FC2_TILE_N", "COMBINE_TILE_N",
-    "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K",
+    "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K", "COMBINE_CHUNK",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "ROUTE_PACK_RANK_EXPERTS",
     "route_pack_grid",
@@ -221,6 +221,7 @@ COMBINE_THREADS = 128                # combine: threads per CTA, each COMBINE_VE
 COMBINE_VEC = 4                      # H % 8 == 0 (formats): a thread's columns all fit
 COMBINE_TILE_N = COMBINE_THREADS * COMBINE_VEC    # output columns per CTA
 COMBINE_MAX_K = 256                  # top_k up to this: route validity once a CTA
+COMBINE_CHUNK = 4                    # combine: routes whose rows a thread loads at once
 # Decode regime on layout v2 (kernels/decode.py): a CTA of DECODE_WARPS warps
 # splits K of one 16-row tile (warp w takes k-tiles w, w+4, ...); tokens ride on
 # the mma's N side, DECODE_NTILES n-tiles of 8 routes per pass over the weights.

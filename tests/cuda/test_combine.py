@@ -2,7 +2,9 @@
 launched directly so both of its route-validity paths run: once a CTA into
 shared memory (top_k <= COMBINE_MAX_K) and by every thread (larger top_k,
 forced here by shrinking COMBINE_MAX_K); H not a multiple of the CTA's columns,
-invalid ids and an expert map; the output NaN-poisoned first."""
+invalid ids and an expert map; top_k 1, 6 and 8 (one chunk of COMBINE_CHUNK
+routes clamped to the last route, a chunk and a part, two whole chunks); the
+output NaN-poisoned first."""
 import numpy as np
 import pytest
 
@@ -12,9 +14,10 @@ from tests.gating import CUDASIM
 pytestmark = [pytest.mark.cudasim] if CUDASIM else [pytest.mark.gpu]
 
 
+@pytest.mark.parametrize("k", [8, 6, 1])
 @pytest.mark.parametrize("max_k", [geo.COMBINE_MAX_K, 2])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_combine_equals_reference(max_k, dtype, monkeypatch):
+def test_combine_equals_reference(max_k, dtype, k, monkeypatch):
     from numba import cuda
 
     from pymoe.cuda.kernels import fc2 as kfc2
@@ -22,8 +25,8 @@ def test_combine_equals_reference(max_k, dtype, monkeypatch):
     from pymoe.dtypes import to_float32
     from pymoe.ref.fc2 import combine as ref_combine
     monkeypatch.setattr(kfc2, "COMBINE_MAX_K", max_k)
-    T, k, E, H = (5, 3, 6, 520) if CUDASIM else (300, 8, 64, 2056)
-    rng = np.random.default_rng(max_k + len(dtype))
+    T, E, H = (5, 6, 520) if CUDASIM else (300, 64, 2056)
+    rng = np.random.default_rng(max_k + len(dtype) + 100 * k)
     ids = rng.integers(0, E, (T, k)).astype(np.int32)
     ids[rng.random((T, k)) < 0.2] = -1
     emap = np.full(E, -1, np.int32)

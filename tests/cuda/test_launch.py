@@ -172,6 +172,10 @@ def test_every_reachable_kernel_compiles_to_ptx(preset, max_tokens, fmt, monkeyp
             assert "shfl.sync.up.b32" in ptx, key.kernel
             assert ptx.index("cp.async.cg.shared.global") < ptx.index("atom.shared.add"), \
                 key.kernel
+        if key.kernel == "combine":
+            # a chunk of routes' rows loaded at once, 16 bytes a route, after the wait
+            assert ptx.count("ld.global.v4.u32") == geo.COMBINE_CHUNK, ptx.count("ld.global.v4")
+            assert ptx.index("griddepcontrol.wait;") < ptx.index("ld.global.v4.u32")
         if key.kernel in ("fc1", "fc2"):          # tensor cores (PYMOE_GEMM=mma, the default)
             assert "mma.sync.aligned.m16n8k16" in ptx and "bar.sync" in ptx, key.kernel
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32, uint64
 
-from ...geometry import (COMBINE_MAX_K, COMBINE_VEC, LaunchKey, acc_route_words,
+from ...geometry import (COMBINE_CHUNK, COMBINE_MAX_K, COMBINE_VEC, LaunchKey, acc_route_words,
                          gemm_cta_block, gemm_max_regs, gemm_m_tiles, gemm_reads_v2,
                          gemm_threads)
 from .common import (ACC_ALIGN, TILE_ROWS, activation_code, epilogue_vec, lds_f4,
                      make_cta_expert, make_fc2_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
-from .intrinsics import act_code, as_bits, make_act_io
-from .ptx import pdl_trigger, pdl_wait, smem_u32, stg4
+from .intrinsics import act_code, as_bits, as_float, make_act_io
+from .ptx import ld_g4, pdl_trigger, pdl_wait, smem_u32, stg4
 from .routes import local_expert
 from .spec import KernelSpec
 
@@ -114,15 +114,26 @@ def build_combine(key: LaunchKey) -> KernelSpec:
     CTA (x, t): COMBINE_THREADS threads, COMBINE_VEC consecutive columns each
     (tile_n columns a CTA); whether route t*k + j is valid is decided once a CTA
     (threads j < k, into shared memory) when k <= COMBINE_MAX_K, else by every
-    thread.  Unsigned indices: no wraparound code around the loads.  A dependent
-    launch (launch.PreparedLaunch.dependent): it reads route_out only after
-    pdl_wait, which follows the validity scan (inputs only)."""
+    thread.  The routes go COMBINE_CHUNK at a time: their rows' 16 bytes loaded
+    at once (a route past k reads the last route's row, in bounds, and is not
+    added), then added in j order, so a thread waits on memory ceil(k / 4)
+    times, not k.  Unsigned indices: no wraparound code around the loads.  A
+    dependent launch (launch.PreparedLaunch.dependent): it reads route_out only
+    after pdl_wait, which follows the validity scan (inputs only)."""
     _, store, _ = make_act_io(key.dtype)
     hid = key.hidden_size
     tn = key.tile_n
     vec = COMBINE_VEC
     threads = tn // vec
-    assert threads * vec == tn and hid % vec == 0, (tn, hid)
+    assert threads * vec == tn and hid % vec == 0 and vec == 4, (tn, hid)
+    assert COMBINE_CHUNK == 4
+
+    @cuda.jit(device=True, inline=True)
+    def valid(ok, small, ids, stride, r0, j, top_k, emap, has_map, num_ids):
+        """Whether route j (< top_k) of the token goes to a local expert."""
+        if small:
+            return ok[j] >= 0
+        return local_expert(ids, stride, int64(r0 + j), emap, has_map, num_ids) >= 0
 
     def kernel(route_out, ids, stride, top_k, emap, has_map, num_ids, out):
         tid = cuda.threadIdx.x
@@ -141,18 +152,44 @@ def build_combine(key: LaunchKey) -> KernelSpec:
         y1 = float32(0.0)
         y2 = float32(0.0)
         y3 = float32(0.0)
-        for j in range(top_k):
-            r = t * top_k + j
-            if small:
-                e = ok[j]
-            else:
-                e = local_expert(ids, stride, r, emap, has_map, num_ids)
-            if e >= 0:
-                src = uint64(r * hid + n)
-                y0 += route_out[src]
-                y1 += route_out[src + uint64(1)]
-                y2 += route_out[src + uint64(2)]
-                y3 += route_out[src + uint64(3)]
+        k = uint64(top_k)
+        last = uint64(k - uint64(1))
+        r0 = uint64(t) * k                      # the token's first route
+        col = uint64(n)
+        h = uint64(hid)
+        j = uint64(0)
+        while j < k:
+            j1 = min(uint64(j + uint64(1)), last)
+            j2 = min(uint64(j + uint64(2)), last)
+            j3 = min(uint64(j + uint64(3)), last)
+            a0, a1, a2, a3 = ld_g4(route_out, uint64(r0 + j) * h + col)
+            b0, b1, b2, b3 = ld_g4(route_out, uint64(r0 + j1) * h + col)
+            c0, c1, c2, c3 = ld_g4(route_out, uint64(r0 + j2) * h + col)
+            d0, d1, d2, d3 = ld_g4(route_out, uint64(r0 + j3) * h + col)
+            if valid(ok, small, ids, stride, r0, j, top_k, emap, has_map, num_ids):
+                y0 += as_float(a0)
+                y1 += as_float(a1)
+                y2 += as_float(a2)
+                y3 += as_float(a3)
+            if j1 > j and valid(ok, small, ids, stride, r0, j1, top_k, emap, has_map,
+                                num_ids):
+                y0 += as_float(b0)
+                y1 += as_float(b1)
+                y2 += as_float(b2)
+                y3 += as_float(b3)
+            if j2 > j1 and valid(ok, small, ids, stride, r0, j2, top_k, emap, has_map,
+                                 num_ids):
+                y0 += as_float(c0)
+                y1 += as_float(c1)
+                y2 += as_float(c2)
+                y3 += as_float(c3)
+            if j3 > j2 and valid(ok, small, ids, stride, r0, j3, top_k, emap, has_map,
+                                 num_ids):
+                y0 += as_float(d0)
+                y1 += as_float(d1)
+                y2 += as_float(d2)
+                y3 += as_float(d3)
+            j = uint64(j + uint64(COMBINE_CHUNK))
         dst = uint64(t * hid + n)
         store(out, dst, y0)
         store(out, dst + uint64(1), y1)

@@ -53,7 +53,7 @@ from numba import config, types
 from numba.cuda.extending import intrinsic
 
 __all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
-           "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "smem_u32", "gaddr", "cp_async16_g",
+           "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "ld_g4", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
            "cp_commit", "make_cp_wait", "cp_async16_z", "lds4", "lds2", "lds1", "sts2", "sts4",
            "stg2", "stg4", "pack_bf16x2", "pack_f16x2", "pdl_wait", "pdl_trigger", "PDL_OPS"]
@@ -213,6 +213,9 @@ ld_nc2 = _make_ld(2, "ld.global.nc.v2.u32")
 ld_nc4 = _make_ld(4, "ld.global.nc.v4.u32")
 ld_nc1 = _make_ld(1, "ld.global.nc.u32")
 ld_nc_u8 = _make_ld(1, "ld.global.nc.u8")        # zero-extended into a 32-bit register
+# A coherent 16-byte load (through L1, not the read-only path): for data another
+# grid wrote, read after pdl_wait (the combine's route rows).
+ld_g4 = _make_ld(4, "ld.global.v4.u32")
 
 
 # ---- cp.async rings (decode kernels): shared addresses are 32-bit shared-window
@@ -538,6 +541,14 @@ if config.ENABLE_CUDASIM:
     def _sim_noop():
         pass
 
+    def _sim_ld(words):
+        def ld(arr, idx):
+            """words elements of arr from element idx on, as their uint32 bits."""
+            v = tuple(int(_np.array([arr[int(idx) + q]], arr.dtype).view(_np.uint32)[0])
+                      for q in range(words))
+            return v if words > 1 else v[0]
+        return ld
+
     def _sim_stg(arr, idx, *ws):
         """The words' bytes as arr's elements, from element idx on."""
         vals = _np.array([int(w) & 0xFFFFFFFF for w in ws], _np.uint32).view(arr.dtype)
@@ -566,6 +577,7 @@ if config.ENABLE_CUDASIM:
     cp_async16_z = _sim_copy_z
     gaddr = _sim_gaddr
     lds4, lds2, lds1 = _sim_lds(4), _sim_lds(2), _sim_lds(1)
+    ld_g4 = _sim_ld(4)
 else:
     stg2, stg4 = _make_stg(2), _make_stg(4)
     pack_bf16x2, pack_f16x2 = _make_pack("bf16"), _make_pack("f16")

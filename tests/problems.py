@@ -30,6 +30,7 @@ class Case:
     empty_expert: bool = False   # expert E-1 receives nothing
     ep: bool = False             # expert parallel: global 2E ids, map half to -1
     all_invalid: bool = False    # every route invalid: y must be exactly 0
+    packed: bool = False         # the packed regime at every T (Caps.decode_max_tokens 0)
     seed: int = 0
     why: str = field(default="", compare=False)
 
@@ -40,7 +41,7 @@ class Case:
                 + (f"-inv{list(self.invalid)}" if self.invalid else "")
                 + ("-one" if self.one_expert else "") + ("-empty" if self.empty_expert else "")
                 + ("-ep" if self.ep else "") + ("-allinv" if self.all_invalid else "")
-                + f"-s{self.seed}")
+                + ("-packed" if self.packed else "") + f"-s{self.seed}")
 
 
 @dataclass

@@ -194,6 +194,39 @@ def test_ptx_pack_test_case_and_suite_keys():
     assert {k.gemm for k in suite if k.kernel in ("fc1", "fc2")} == {"wgmma"}
 
 
+def test_ptx_pack_fuzz_keys_and_packed_cases(monkeypatch):
+    """--fuzz: the keys of test_fuzz.py's drawn problems (its seeded draws, here 20
+    of them), each once, from every family it drew; a --case id ending in
+    "-packed" pins the packed regime (a T the decode regime would take).
+    Selection only, nothing compiled."""
+    import importlib
+
+    import tests.cuda.test_fuzz as tf
+    ptx_pack = _ptx_pack()
+    monkeypatch.setenv("PYMOE_FUZZ_EXAMPLES", "20")
+    try:
+        tf = importlib.reload(tf)
+        calls = []
+        real = ptx_pack.problem_keys
+
+        def spy(p, gemm=None, max_tokens=None):
+            calls.append((p.case.format, p.case.dtype, p.case.activation))
+            return real(p, gemm, max_tokens)
+
+        monkeypatch.setattr(ptx_pack, "problem_keys", spy)
+        keys = ptx_pack.fuzz_keys()
+    finally:
+        monkeypatch.delenv("PYMOE_FUZZ_EXAMPLES")
+        importlib.reload(tf)
+    assert len(calls) == 20 and keys and len(set(keys)) == len(keys)
+    fams = {(k.format, k.dtype, k.activation) for k in keys if k.kernel.endswith("fc1")}
+    assert fams == set(calls)
+    dec = ptx_pack.case_keys("5-256-144-8-2-bfloat16-mxfp4-silu-gate_up")
+    packed = ptx_pack.case_keys("5-256-144-8-2-bfloat16-mxfp4-silu-gate_up-packed")
+    assert [k.kernel for k in dec] == ["decode_fc1", "decode_fc2", "combine"]
+    assert [k.kernel for k in packed] == ["route_pack", "fc1", "fc2", "combine"]
+
+
 def test_ncu_scripts_profile_another_command(tmp_path):
     """tools/ncu_kernels.sh and tools/ncu_source.sh with CMD / KREGEX hand ncu the
     given command line and kernel filter instead of pymoe bench and ^kernel (a

@@ -10,9 +10,10 @@ pack writes one JSON file a LaunchKey ({"key": ..., "ptx": ...}): every key
 `pymoe bench` prewarms for those presets and token counts (Caps.reachable_keys
 at max(tokens), the GEMMs the random layer's scale bytes select on sm_90;
 --preset "" for none), and with --case SPEC (repeatable) the keys one of
-tests/cuda/test_wgmma.py's cases binds ("T-H-I-E-K-DTYPE-FORMAT-ACT-LAYOUT[-GEMM]",
-bias on, GEMM default wgmma), with --gpu-suite those of every differential case
-of tests/cuda/test_gpu.py (what auto picks on sm_90 for its weights); --jobs N
+tests/cuda/test_wgmma.py's cases binds ("T-H-I-E-K-DTYPE-FORMAT-ACT-LAYOUT[-GEMM]
+[-packed]", bias on, GEMM default wgmma, "packed": the packed regime at any T), with --gpu-suite those of every differential case
+of tests/cuda/test_gpu.py (what auto picks on sm_90 for its weights), with
+--fuzz those of every problem tests/cuda/test_fuzz.py draws on a GPU; --jobs N
 compiles N at once.
 install recomputes each key's disk-cache path on the device (its numba, driver
 and the tree's source hash) and writes the entry there, so the bench's prewarm
@@ -91,15 +92,16 @@ def bench_keys(a) -> list:
     return keys
 
 
-def problem_keys(p, gemm=None) -> list:
+def problem_keys(p, gemm=None, max_tokens=None) -> list:
     """The keys tests/cuda/diff.py's run_problem binds for problem p on sm_90
-    (gemm: PYMOE_GEMM's; None: what auto picks for p's weights)."""
+    (gemm: PYMOE_GEMM's; None: what auto picks for p's weights; max_tokens: the
+    caps' as run_problem takes it)."""
     import numpy as np
     import pymoe
     from pymoe.cuda.device_weights import _scale_bytes
     from tests.cuda.diff import problem_caps
     case = p.case
-    caps = problem_caps(p)
+    caps = problem_caps(p, max_tokens)
     saved = os.environ.get("PYMOE_GEMM")
     os.environ["PYMOE_GEMM"] = gemm or caps.gemms((9, 0), _scale_bytes(p.experts))[0]
     try:
@@ -117,13 +119,16 @@ def problem_keys(p, gemm=None) -> list:
 
 
 def case_keys(spec: str) -> list:
-    """problem_keys of a test_wgmma.py case id (see the module docstring)."""
+    """problem_keys of a test_wgmma.py case id (see the module docstring; a
+    trailing "-packed": the packed regime at every T, Case.packed)."""
     from tests.problems import Case, make_problem
     f = spec.split("-")
     t, h, i, e, k = (int(v) for v in f[:5])
+    packed = "packed" in f[9:]
+    rest = [v for v in f[9:] if v != "packed"]
     p = make_problem(Case(t, h, i, e, k, dtype=f[5], format=f[6], activation=f[7],
-                          layout=f[8], bias=True, seed=t))
-    return problem_keys(p, f[9] if len(f) > 9 else "wgmma")
+                          layout=f[8], bias=True, packed=packed, seed=t))
+    return problem_keys(p, rest[0] if rest else "wgmma")
 
 
 def suite_keys() -> list:
@@ -133,6 +138,26 @@ def suite_keys() -> list:
     keys = []
     for case in _families():
         keys += [k for k in problem_keys(make_problem(case)) if k not in keys]
+    return keys
+
+
+def fuzz_keys() -> list:
+    """problem_keys of every problem tests/cuda/test_fuzz.py draws on a GPU (its
+    seed and example count, PYMOE_FUZZ_SEED / _EXAMPLES / _SHARD as there): the
+    test runs here with its check_problem replaced by a collector, so the draws
+    are hypothesis's own, in its order."""
+    import tests.cuda.test_fuzz as tf
+    keys = []
+
+    def collect(p, *, device, max_tokens=None, repeats=1):
+        keys.extend(k for k in problem_keys(p, max_tokens=max_tokens) if k not in keys)
+
+    saved = tf.check_problem
+    tf.check_problem = collect
+    try:
+        tf.test_cuda_matches_reference_on_drawn_problems()
+    finally:
+        tf.check_problem = saved
     return keys
 
 
@@ -150,6 +175,8 @@ def pack(a) -> int:
         keys += [k for k in case_keys(spec) if k not in keys]
     if a.gpu_suite:
         keys += [k for k in suite_keys() if k not in keys]
+    if a.fuzz:
+        keys += [k for k in fuzz_keys() if k not in keys]
     todo = []
     for i, k in enumerate(keys):
         path = os.path.join(a.dir, f"{i:03d}_{k.kernel}.json")
@@ -216,6 +243,8 @@ def main(argv=None) -> int:
     p.add_argument("--case", action="append", default=[],
                    help="a test_wgmma.py case's keys too (T-H-I-E-K-DTYPE-FORMAT-ACT-LAYOUT"
                         "[-GEMM])")
+    p.add_argument("--fuzz", action="store_true",
+                   help="the keys of tests/cuda/test_fuzz.py's drawn problems too")
     p.add_argument("--gpu-suite", action="store_true",
                    help="the keys of tests/cuda/test_gpu.py's differential cases too")
     p.add_argument("--jobs", type=int, default=1)

@@ -43,7 +43,8 @@ def problem_caps(p, max_tokens: int | None = None):
                                   top_k=case.k, dtype=case.dtype,
                                   apply_router_weight_on_input=case.on_input,
                                   global_num_experts=None if p.expert_map is None
-                                  else p.expert_map.shape[0])
+                                  else p.expert_map.shape[0],
+                                  decode_max_tokens=0 if case.packed else None)
 
 
 def run_problem(p, *, device: bool, max_tokens: int | None = None, repeats: int = 1):

@@ -11,10 +11,10 @@ pack writes one JSON file a LaunchKey ({"key": ..., "ptx": ...}): every key
 at max(tokens), the GEMMs the random layer's scale bytes select on sm_90;
 --preset "" for none), and with --case SPEC (repeatable) the keys one of
 tests/cuda/test_wgmma.py's cases binds ("T-H-I-E-K-DTYPE-FORMAT-ACT-LAYOUT[-GEMM]
-[-packed]", bias on, GEMM default wgmma, "packed": the packed regime at any T), with --gpu-suite those of every differential case
-of tests/cuda/test_gpu.py (what auto picks on sm_90 for its weights), with
---fuzz those of every problem tests/cuda/test_fuzz.py draws on a GPU; --jobs N
-compiles N at once.
+[-packed]", bias on, GEMM default wgmma, "packed": the packed regime at any T),
+with --gpu-suite those of every differential case of tests/cuda/test_gpu.py
+(what auto picks on sm_90 for its weights), with --fuzz those of every problem
+tests/cuda/test_fuzz.py draws on a GPU; --jobs N compiles N at once.
 install recomputes each key's disk-cache path on the device (its numba, driver
 and the tree's source hash) and writes the entry there, so the bench's prewarm
 reads it from disk.  A key the pack missed is still compiled on the device.

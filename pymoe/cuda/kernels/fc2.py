@@ -129,6 +129,11 @@ def build_combine(key: LaunchKey) -> KernelSpec:
     assert COMBINE_CHUNK == 4
 
     @cuda.jit(device=True, inline=True)
+    def add_row(y0, y1, y2, y3, w0, w1, w2, w3):
+        """The 4 running sums plus one route's 4 columns (ld_g4's words)."""
+        return y0 + as_float(w0), y1 + as_float(w1), y2 + as_float(w2), y3 + as_float(w3)
+
+    @cuda.jit(device=True, inline=True)
     def valid(ok, small, ids, stride, r0, j, top_k, emap, has_map, num_ids):
         """Whether route j (< top_k) of the token goes to a local expert."""
         if small:
@@ -166,29 +171,18 @@ def build_combine(key: LaunchKey) -> KernelSpec:
             b0, b1, b2, b3 = ld_g4(route_out, uint64(r0 + j1) * h + col)
             c0, c1, c2, c3 = ld_g4(route_out, uint64(r0 + j2) * h + col)
             d0, d1, d2, d3 = ld_g4(route_out, uint64(r0 + j3) * h + col)
+            # in j order; a clamped duplicate (j1 == j, ...) is not added
             if valid(ok, small, ids, stride, r0, j, top_k, emap, has_map, num_ids):
-                y0 += as_float(a0)
-                y1 += as_float(a1)
-                y2 += as_float(a2)
-                y3 += as_float(a3)
+                y0, y1, y2, y3 = add_row(y0, y1, y2, y3, a0, a1, a2, a3)
             if j1 > j and valid(ok, small, ids, stride, r0, j1, top_k, emap, has_map,
                                 num_ids):
-                y0 += as_float(b0)
-                y1 += as_float(b1)
-                y2 += as_float(b2)
-                y3 += as_float(b3)
+                y0, y1, y2, y3 = add_row(y0, y1, y2, y3, b0, b1, b2, b3)
             if j2 > j1 and valid(ok, small, ids, stride, r0, j2, top_k, emap, has_map,
                                  num_ids):
-                y0 += as_float(c0)
-                y1 += as_float(c1)
-                y2 += as_float(c2)
-                y3 += as_float(c3)
+                y0, y1, y2, y3 = add_row(y0, y1, y2, y3, c0, c1, c2, c3)
             if j3 > j2 and valid(ok, small, ids, stride, r0, j3, top_k, emap, has_map,
                                  num_ids):
-                y0 += as_float(d0)
-                y1 += as_float(d1)
-                y2 += as_float(d2)
-                y3 += as_float(d3)
+                y0, y1, y2, y3 = add_row(y0, y1, y2, y3, d0, d1, d2, d3)
             j = uint64(j + uint64(COMBINE_CHUNK))
         dst = uint64(t * hid + n)
         store(out, dst, y0)

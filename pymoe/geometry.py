@@ -36,7 +36,7 @@ __all__ = [
     "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K", "COMBINE_CHUNK",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "ROUTE_PACK_RANK_EXPERTS",
-    "route_pack_grid",
+    "route_pack_grid", "SELF_PACK_MAX_BLOCK", "SELF_PACK_MAX_EXPERTS", "self_packs",
     "WGMMA_V2_RING",
     "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
     "WGMMA_V2_WARPGROUPS", "WGMMA_V2_MTILES", "WGMMA_V2_WIDE_RING", "gemm_m_tiles",
@@ -261,6 +261,18 @@ ROUTE_PACK_MAX_EXPERTS = 1024
 ROUTE_PACK_RANK_EXPERTS = 256
 ROUTE_PACK_TILE = 1024
 ROUTE_PACK_MAX_CTAS = 128
+# Small blocks: no route_pack launch.  Each packed fc1 CTA packs its own block
+# (kernels/route_pack.py make_block_pack: it counts every route of the call,
+# scans the experts' padded counts, ranks its expert's routes) and the CTAs of
+# n-tile 0 write the route buffers route_pack would have (fc2 reads them after
+# its dependent-launch wait).  Up to SELF_PACK_MAX_BLOCK, i.e. at most
+# BLOCK_MAX_MEAN[16] routes an expert on average, so every CTA's count stays a
+# few routes a thread; up to SELF_PACK_MAX_EXPERTS local experts (a static
+# histogram); only where a block is one CTA (gemm_block_ctas == 1).
+# docs/performance.md step 24: the route packer cost 7-12 us of a graph replay
+# at T = 2 .. 512 (tools/launch_share.py).
+SELF_PACK_MAX_BLOCK = 16
+SELF_PACK_MAX_EXPERTS = 256
 DEQUANT_THREADS = 128                # dequant: K values (threads) per CTA
 assert GEMM_TILE_ROWS == 16 * (GEMM_THREADS // 32), "one 16-row mma tile per warp"
 
@@ -559,15 +571,27 @@ class LaunchKey:
     swiglu_limit: float | None = None
     swiglu_alpha: float | None = None
     gemm: str = ""
+    self_pack: bool = False      # packed fc1 packs its own block (self_packs): no route_pack
+
+
+def self_packs(gemm: str, block: int, num_experts: int | None) -> bool:
+    """Whether a packed call with block GEMM ``gemm`` at block ``block`` over
+    ``num_experts`` local experts has fc1 pack its blocks itself (no route_pack
+    launch; SELF_PACK_MAX_BLOCK).  None (experts not known): no."""
+    return (num_experts is not None and block <= SELF_PACK_MAX_BLOCK
+            and 1 <= num_experts <= SELF_PACK_MAX_EXPERTS
+            and gemm_block_ctas(gemm, block) == 1)
 
 
 def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                 dtype: str, hidden_size: int, intermediate_size: int,
                 has_bias: bool, router_on_input: bool,
-                swiglu_limit: float | None, swiglu_alpha: float | None, gemm: str
-                ) -> tuple[LaunchKey, ...]:
+                swiglu_limit: float | None, swiglu_alpha: float | None, gemm: str,
+                num_experts: int | None = None) -> tuple[LaunchKey | None, ...]:
     """The launches ``run`` makes for one call, in order.  ``gemm`` (one of
-    GEMMS) goes into the packed fc1 / fc2 keys: it changes their argument types."""
+    GEMMS) goes into the packed fc1 / fc2 keys: it changes their argument types.
+    Packed: (route_pack, fc1, fc2, combine), route_pack None where fc1 packs its
+    own blocks (self_packs for the ``num_experts`` local experts)."""
     if gemm not in GEMMS:
         raise ValueError(f"gemm={gemm!r}: expected one of {GEMMS}")
     common = dict(format=format, activation=activation, dtype=dtype,
@@ -585,10 +609,11 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
     b = int(block)
     if b not in BLOCK_SIZES:
         raise ValueError(f"block={b}: the block GEMMs take blocks of {BLOCK_SIZES} routes")
-    return (LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,
-                      intermediate_size=0),
+    own = self_packs(gemm, b, num_experts)
+    return (None if own else LaunchKey("route_pack", format="", activation="", dtype="",
+                                       hidden_size=0, intermediate_size=0),
             LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation) * gemm_m_tiles(gemm, b),
-                      gemm=gemm, **common),
+                      gemm=gemm, self_pack=own, **common),
             LaunchKey("fc2", block=b, tile_n=FC2_TILE_N * gemm_m_tiles(gemm, b), gemm=gemm,
                       **common), combine)
 

@@ -145,7 +145,7 @@ class Caps:
         for reg, b, _lo, _hi in self.buckets():
             for g in (gemms if reg == "packed" else gemms[:1]):
                 for k in self.launch_keys(reg, b, g):
-                    if k not in keys:
+                    if k is not None and k not in keys:
                         keys.append(k)
         return keys
 
@@ -169,7 +169,8 @@ class Caps:
         """The call's LaunchKeys with block GEMM ``gemm``; None takes it from
         env.gemm_variant() (PYMOE_GEMM, the one place that reads it), its default
         'auto' seen from no device (mma): bind and prewarm settle 'auto' for their
-        device and weights (``gemms``)."""
+        device and weights (``gemms``).  Packed: the route_pack key is None where
+        fc1 packs its own blocks (geometry.self_packs)."""
         if gemm is None:
             gemm = self.gemms(None, None)[0]
         return geo.launch_keys(regime, block, gemm=gemm, format=self.format,
@@ -179,7 +180,7 @@ class Caps:
                                has_bias=self.has_bias,
                                router_on_input=self.apply_router_weight_on_input,
                                swiglu_limit=self.swiglu_limit,
-                               swiglu_alpha=self.swiglu_alpha)
+                               swiglu_alpha=self.swiglu_alpha, num_experts=self.num_experts)
 
 
 @dataclass(frozen=True)
@@ -468,7 +469,7 @@ def check_packed_rows(experts, keys) -> None:
     if getattr(experts, "has_packed_rows", True):
         return
     for key in keys:
-        if key.kernel in ("fc1", "fc2") and not geo.gemm_reads_v2(key.gemm, key.block):
+        if key is not None and key.kernel in ("fc1", "fc2") and not geo.gemm_reads_v2(key.gemm, key.block):
             raise ValueError(
                 f"experts: uploaded with packed_rows=False (layout v2 only), but this "
                 f"call's {key.kernel} runs the {key.gemm} GEMM at block {key.block}, which "

@@ -89,6 +89,40 @@ def test_launch_keys_hashable_and_bucketed():
         geo.launch_keys("packed", 16, **{**kw, "gemm": "hgmma"})
 
 
+def test_self_pack_keys():
+    """Blocks up to SELF_PACK_MAX_BLOCK over at most SELF_PACK_MAX_EXPERTS local
+    experts, where a block is one CTA: fc1's key packs its own blocks and the
+    route_pack key is None (no launch); else the four launches as before.  The
+    plan's keys, bind's and prewarm's (reachable_keys, no None) follow it."""
+    import pymoe
+    kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
+              intermediate_size=32, has_bias=False, router_on_input=False,
+              swiglu_limit=None, swiglu_alpha=None)
+    mx = geo.SELF_PACK_MAX_BLOCK
+    for gemm in geo.GEMMS:
+        for b in geo.BLOCK_SIZES:
+            for e in (1, 128, geo.SELF_PACK_MAX_EXPERTS, geo.SELF_PACK_MAX_EXPERTS + 1, None):
+                keys = geo.launch_keys("packed", b, gemm=gemm, num_experts=e, **kw)
+                own = (e is not None and e <= geo.SELF_PACK_MAX_EXPERTS and b <= mx
+                       and geo.gemm_block_ctas(gemm, b) == 1)
+                assert geo.self_packs(gemm, b, e) == own
+                assert (keys[0] is None) == own and keys[1].self_pack == own
+                assert not keys[2].self_pack and keys[1].kernel == "fc1"
+                if not own:
+                    assert keys[0].kernel == "route_pack"
+    assert geo.self_packs("wgmma", 8, 128) and geo.self_packs("wgmma", 16, 256)
+    assert not geo.self_packs("wgmma", 32, 128) and not geo.self_packs("wgmma", 8, 257)
+    assert all(k.kernel for k in geo.launch_keys("decode", None, gemm="mma", num_experts=8,
+                                                   **kw))
+    caps = pymoe.Caps(max_tokens=64, top_k=2, num_experts=8, hidden_size=64,
+                      intermediate_size=32, decode_max_tokens=0)
+    reg, b, _ = caps.shapes_for(8)                          # mean 2 routes an expert
+    assert (reg, b) == ("packed", 8) and caps.launch_keys(reg, b, "wgmma")[0] is None
+    reach = caps.reachable_keys(("wgmma",))
+    assert None not in reach and any(k.self_pack for k in reach)
+    assert any(k.kernel == "route_pack" for k in reach)     # the larger blocks still pack
+
+
 def test_tiles_live_in_geometry():
     """Every key carries the tile its kernel uses (kernels read key.tile_n)."""
     kw = dict(format="mxfp4", dtype="bfloat16", hidden_size=64, intermediate_size=32,

@@ -224,7 +224,11 @@ def test_ptx_pack_fuzz_keys_and_packed_cases(monkeypatch):
     dec = ptx_pack.case_keys("5-256-144-8-2-bfloat16-mxfp4-silu-gate_up")
     packed = ptx_pack.case_keys("5-256-144-8-2-bfloat16-mxfp4-silu-gate_up-packed")
     assert [k.kernel for k in dec] == ["decode_fc1", "decode_fc2", "combine"]
-    assert [k.kernel for k in packed] == ["route_pack", "fc1", "fc2", "combine"]
+    # (5 x 2 routes over 8 experts: blocks of 8, which fc1 packs itself)
+    assert [k.kernel for k in packed] == ["fc1", "fc2", "combine"] and packed[0].self_pack
+    listed = ptx_pack.case_list_keys("tests.cuda.test_self_pack:GPU_KEY_CASES")
+    assert listed and None not in listed and len(set(listed)) == len(listed)
+    assert any(k.self_pack for k in listed)
 
 
 def test_ncu_scripts_profile_another_command(tmp_path):

@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("device helpers", ("pymoe.cuda.kernels.intrinsics", "pymoe.cuda.kernels.ptx",
                         "pymoe.cuda.kernels.spec", "pymoe.cuda.kernels.routes")),
     ("device wgmma", ("pymoe.cuda.kernels.wgmma",)),
-    ("device tiles", ("pymoe.cuda.kernels.common",)),
+    ("device tiles", ("pymoe.cuda.kernels.common", "pymoe.cuda.kernels.block_pack")),
     ("device gemms", ("pymoe.cuda.kernels.gemm_fma", "pymoe.cuda.kernels.gemm_mma")),
     ("device wgmma gemm", ("pymoe.cuda.kernels.gemm_wgmma_v2",)),  # mma's route rows
     ("device gemm choice", ("pymoe.cuda.kernels.gemm",)),

@@ -115,7 +115,7 @@ def problem_keys(p, gemm=None, max_tokens=None) -> list:
             del os.environ["PYMOE_GEMM"]
         else:
             os.environ["PYMOE_GEMM"] = saved
-    return list(b.keys)
+    return [k for k in b.keys if k is not None]
 
 
 def case_keys(spec: str) -> list:
@@ -129,6 +129,18 @@ def case_keys(spec: str) -> list:
     p = make_problem(Case(t, h, i, e, k, dtype=f[5], format=f[6], activation=f[7],
                           layout=f[8], bias=True, packed=packed, seed=t))
     return problem_keys(p, rest[0] if rest else "wgmma")
+
+
+def case_list_keys(ref: str) -> list:
+    """problem_keys of every Case in a test module's list, "MODULE:NAME" (e.g.
+    tests.cuda.test_self_pack:GPU_KEY_CASES)."""
+    import importlib
+    from tests.problems import make_problem
+    mod, name = ref.split(":")
+    keys = []
+    for case in getattr(importlib.import_module(mod), name):
+        keys += [k for k in problem_keys(make_problem(case)) if k not in keys]
+    return keys
 
 
 def suite_keys() -> list:
@@ -173,6 +185,8 @@ def pack(a) -> int:
     keys = bench_keys(a) if a.preset else []
     for spec in a.case:
         keys += [k for k in case_keys(spec) if k not in keys]
+    for ref in a.case_list:
+        keys += [k for k in case_list_keys(ref) if k not in keys]
     if a.gpu_suite:
         keys += [k for k in suite_keys() if k not in keys]
     if a.fuzz:
@@ -243,6 +257,8 @@ def main(argv=None) -> int:
     p.add_argument("--case", action="append", default=[],
                    help="a test_wgmma.py case's keys too (T-H-I-E-K-DTYPE-FORMAT-ACT-LAYOUT"
                         "[-GEMM])")
+    p.add_argument("--case-list", action="append", default=[],
+                   help="MODULE:NAME, a test module's list of Cases (repeatable)")
     p.add_argument("--fuzz", action="store_true",
                    help="the keys of tests/cuda/test_fuzz.py's drawn problems too")
     p.add_argument("--gpu-suite", action="store_true",

@@ -173,8 +173,9 @@ def layer_keys(preset: str, tokens, gemm: str = "wgmma") -> list:
                                  hidden_size=caps.hidden_size,
                                  intermediate_size=caps.intermediate_size,
                                  has_bias=caps.has_bias, router_on_input=False,
-                                 swiglu_limit=limit, swiglu_alpha=alpha):
-            if k not in [kk for _, kk in keys]:
+                                 swiglu_limit=limit, swiglu_alpha=alpha,
+                                 num_experts=caps.num_experts):
+            if k is not None and k not in [kk for _, kk in keys]:
                 keys.append((t, k))
     return keys
 

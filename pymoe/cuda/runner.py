@@ -73,13 +73,21 @@ def _prepare(b: Binding, out, stream) -> list:
             prepare_combine(v["route_out"], b.topk_ids, b.expert_map, ew.num_experts, out,
                             key=kc, dependent=dep, **kw)]
     kp, k1, k2, kc = b.keys
-    return [                          # fc1, fc2, combine: dependent launches (sm_90)
-        prepare_route_pack(b.topk_ids, b.expert_map, ew.num_experts, b.block,
-                           v["expert_offsets"], v["packed_route_indices"],
-                           v["block_expert_ids"], v["packed_route_count"], key=kp, **kw),
-        prepare_fc1(b.x, ew, b.topk_weights, v["packed_route_indices"],
-                    v["block_expert_ids"], v["intermediate"], top_k=c.top_k, key=k1,
-                    dependent=True, **kw),
+    if kp is None:                    # fc1 packs its own blocks (geometry.self_packs)
+        first = [prepare_fc1(b.x, ew, b.topk_weights, v["packed_route_indices"],
+                             v["block_expert_ids"], v["intermediate"], top_k=c.top_k,
+                             key=k1, routes=(b.topk_ids, b.expert_map, v["expert_offsets"],
+                                             v["packed_route_count"]), **kw)]
+    else:
+        first = [
+            prepare_route_pack(b.topk_ids, b.expert_map, ew.num_experts, b.block,
+                               v["expert_offsets"], v["packed_route_indices"],
+                               v["block_expert_ids"], v["packed_route_count"], key=kp, **kw),
+            prepare_fc1(b.x, ew, b.topk_weights, v["packed_route_indices"],
+                        v["block_expert_ids"], v["intermediate"], top_k=c.top_k, key=k1,
+                        dependent=True, **kw)]
+    return first + [                  # fc1 after route_pack, fc2, combine: dependent
+        #                               launches (sm_90)
         prepare_fc2(v["intermediate"], ew, b.topk_weights, v["packed_route_indices"],
                     v["block_expert_ids"], v["route_out"], key=k2, dependent=True, **kw),
         prepare_combine(v["route_out"], b.topk_ids, b.expert_map, ew.num_experts, out,
@@ -92,7 +100,7 @@ def run(b: Binding, *, stream=None):
 
     The first run of a binding resolves its keys and flattens the arguments;
     later runs of the same binding only enqueue (3 launches for decode, 4 for
-    the packed regime).
+    the packed regime, 3 where fc1 packs its own blocks).
 
     Contract: the scratch arena ``b`` was bound to serves one stream at a time.  Runs on
     one stream are ordered; running the same arena on another stream is the
@@ -102,7 +110,8 @@ def run(b: Binding, *, stream=None):
     out = b.out
     if out is None:
         for k in b.keys:                                   # misses raise before anything
-            resolve(k, stream)
+            if k is not None:
+                resolve(k, stream)
         if is_capturing(stream):
             raise RuntimeError("run: out= must be bound while the selected stream captures a "
                                "CUDA graph (run never allocates during capture)")

@@ -45,11 +45,15 @@ def _run(b, c, ew, v, x, y) -> None:
         fc2.combine(v["route_out"], b.topk_ids, b.expert_map, ew.num_experts, y, key=kc)
         return
     kp, k1, k2, kc = b.keys
-    route_pack.route_pack(b.topk_ids, b.expert_map, ew.num_experts, b.block,
-                          v["expert_offsets"], v["packed_route_indices"],
-                          v["block_expert_ids"], v["packed_route_count"], key=kp)
+    routes = None
+    if kp is None:                  # fc1 packs its own blocks (geometry.self_packs)
+        routes = (b.topk_ids, b.expert_map, v["expert_offsets"], v["packed_route_count"])
+    else:
+        route_pack.route_pack(b.topk_ids, b.expert_map, ew.num_experts, b.block,
+                              v["expert_offsets"], v["packed_route_indices"],
+                              v["block_expert_ids"], v["packed_route_count"], key=kp)
     fc1.fc1(x, ew, b.topk_weights, v["packed_route_indices"], v["block_expert_ids"],
-            v["intermediate"], top_k=c.top_k, key=k1)
+            v["intermediate"], top_k=c.top_k, key=k1, routes=routes)
     fc2.fc2(v["intermediate"], ew, b.topk_weights, v["packed_route_indices"],
             v["block_expert_ids"], v["route_out"], key=k2)
     fc2.combine(v["route_out"], b.topk_ids, b.expert_map, ew.num_experts, y, key=kc)

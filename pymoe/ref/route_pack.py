@@ -22,10 +22,8 @@ experts, B block size, S slot capacity (geometry.packed_slots), S/B blocks.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..geometry import LaunchKey
-from .routes import local_expert_ids
+from .routes import pack_routes
 
 __all__ = ["route_pack"]
 
@@ -35,20 +33,5 @@ def route_pack(topk_ids, expert_map, num_experts: int, block: int, expert_offset
                key: LaunchKey, stream=None) -> None:
     """Fill the four route buffers in place (see the module docstring).  ``key``
     and ``stream``: the twins' one signature (the reference needs neither)."""
-    loc = local_expert_ids(topk_ids, expert_map, num_experts).ravel()   # [R]
-    r = loc.shape[0]
-    valid = np.flatnonzero(loc >= 0)                                     # [Rv]
-    counts = np.bincount(loc[valid], minlength=num_experts)              # [E]
-    padded = -(-counts // block) * block
-    expert_offsets[0] = 0
-    np.cumsum(padded, out=expert_offsets[1:])
-    total = int(expert_offsets[num_experts])
-    packed_route_count[0] = total
-    packed_route_indices[:] = r
-    order = valid[np.argsort(loc[valid], kind="stable")]                 # [Rv] by expert, then r
-    starts = np.cumsum(counts) - counts                                  # unpadded group starts
-    rank = np.arange(order.shape[0]) - starts[loc[order]]
-    packed_route_indices[expert_offsets[loc[order]] + rank] = order
-    b_start = np.arange(block_expert_ids.shape[0]) * block
-    owner = np.searchsorted(expert_offsets[1:], b_start, side="right")
-    block_expert_ids[:] = np.where(b_start < total, owner, -1)
+    pack_routes(topk_ids, expert_map, num_experts, block, expert_offsets,
+                packed_route_indices, block_expert_ids, packed_route_count)

@@ -8,12 +8,14 @@ Shape legend: T tokens, k top-k, E local experts, G experts in the id space.
         (a host map is validated by bind; a device map is not, and a value past
         the local experts makes the route invalid instead of reading past them)
     block_slots(block_expert_ids, e, B) = the slots of the blocks e owns, in order
+    pack_routes(...): route_pack's four buffers (pymoe/ref/route_pack.py), also
+        what a self-packing fc1 writes (pymoe/ref/fc1.py)
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["local_expert_ids", "block_slots"]
+__all__ = ["local_expert_ids", "block_slots", "pack_routes"]
 
 
 def local_expert_ids(topk_ids, expert_map, num_experts: int) -> np.ndarray:
@@ -32,3 +34,26 @@ def block_slots(block_expert_ids, e: int, block: int) -> np.ndarray:
     """Slots of the blocks expert e owns (block_expert_ids[b] == e), in order."""
     blocks = np.flatnonzero(np.asarray(block_expert_ids) == e)
     return (blocks[:, None] * block + np.arange(block)).ravel()
+
+
+def pack_routes(topk_ids, expert_map, num_experts: int, block: int, expert_offsets,
+                packed_route_indices, block_expert_ids, packed_route_count) -> None:
+    """Fill route_pack's four buffers in place (pymoe/ref/route_pack.py's
+    docstring says what they hold)."""
+    loc = local_expert_ids(topk_ids, expert_map, num_experts).ravel()   # [R]
+    r = loc.shape[0]
+    valid = np.flatnonzero(loc >= 0)                                     # [Rv]
+    counts = np.bincount(loc[valid], minlength=num_experts)              # [E]
+    padded = -(-counts // block) * block
+    expert_offsets[0] = 0
+    np.cumsum(padded, out=expert_offsets[1:])
+    total = int(expert_offsets[num_experts])
+    packed_route_count[0] = total
+    packed_route_indices[:] = r
+    order = valid[np.argsort(loc[valid], kind="stable")]                 # [Rv] by expert, then r
+    starts = np.cumsum(counts) - counts                                  # unpadded group starts
+    rank = np.arange(order.shape[0]) - starts[loc[order]]
+    packed_route_indices[expert_offsets[loc[order]] + rank] = order
+    b_start = np.arange(block_expert_ids.shape[0]) * block
+    owner = np.searchsorted(expert_offsets[1:], b_start, side="right")
+    block_expert_ids[:] = np.where(b_start < total, owner, -1)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32, uint64
 
-from ...geometry import (LaunchKey, acc_route_words, gemm_cta_block, gemm_max_regs,
-                         gemm_m_tiles, gemm_reads_v2, gemm_threads, is_gated)
+from ...geometry import (LaunchKey, acc_route_words, gemm_block_ctas, gemm_cta_block,
+                         gemm_max_regs, gemm_m_tiles, gemm_reads_v2, gemm_threads, is_gated)
+from .block_pack import make_block_pack
 from .common import (ACC_ALIGN, TILE_ROWS, activation_code, epilogue_vec, lds_f4,
                      make_cta_expert, make_fc1_epilogue_parts, make_pack2, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
@@ -51,20 +52,22 @@ def build(key: LaunchKey) -> KernelSpec:
     mstep = nthr // groups                      # its routes a pass
     pack2 = make_pack2(key.dtype)
 
-    def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out):
+    @cuda.jit(device=True, inline=True)
+    def body(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out, e, src, sb):
+        """The block's GEMM and epilogue: expert e (< 0: past the packed total), its
+        slots' routes at src[sb * b ...] (pri and the CTA's block, or the CTA's
+        own packed copy in shared memory and 0)."""
         tid = cuda.threadIdx.x
         n0 = cuda.blockIdx.x * tn
         blk = cuda.blockIdx.y                   # the CTA's (sub-)block
-        pdl_wait()              # a dependent launch (sm_90): the route pack is done
-        e = cta_expert(beid, pri, blk, n_routes)
         acc = cuda.shared.array(acc_shape, float32, alignment=ACC_ALIGN)  # (0: dynamic)
         live = cuda.shared.array(b, int32)          # slot m holds a route (1) or padding
         if e >= 0:                                  # (uniform in the CTA)
-            gemm(acc, blk, e, n0, x, w, s, lut, pri, n_routes, top_k, tw)
+            gemm(acc, sb, e, n0, x, w, s, lut, src, n_routes, top_k, tw)
         pdl_trigger()           # fc2 may be scheduled once every CTA is here (the last
         #                         wave: earlier ones would take the slots of later ones)
         if tid < b:                                  # one load a slot, not one an output
-            live[tid] = int32(1) if e >= 0 and int64(pri[blk * b + tid]) < n_routes \
+            live[tid] = int32(1) if e >= 0 and int64(src[sb * b + tid]) < n_routes \
                 else int32(0)
         cuda.syncthreads()
         # a CTA past the packed total (e < 0) is all padding: the loop below writes
@@ -114,8 +117,30 @@ def build(key: LaunchKey) -> KernelSpec:
                     m = uint32(m + uint32(mstep))
                     o = uint64(o + uint64(mstep * inter))
 
+    if key.self_pack:
+        # geometry.self_packs: no route_pack launch before this one; the CTA packs
+        # its own block (and column 0 writes the route buffers for fc2)
+        assert gemm_block_ctas(key.gemm, key.block) == 1, key
+        block_pack = make_block_pack(nthr, b)
+
+        def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out, ids, stride,
+                   emap, has_map, num_ids, n_exp, offsets, count):
+            rt = cuda.shared.array(b, int32)        # the block's routes (n_routes: padding)
+            e = int64(block_pack(cuda.blockIdx.y, ids, stride, n_routes, emap, has_map,
+                                 num_ids, n_exp, pri, beid, offsets, count, rt))
+            body(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out, e, rt, 0)
+        extra = ("i4[]", "i8", "i4[]", "i8", "i8", "i8", "i4[]", "i4[]")
+    else:
+        def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out):
+            blk = cuda.blockIdx.y
+            pdl_wait()          # a dependent launch (sm_90): the route pack is done
+            e = cta_expert(beid, pri, blk, n_routes)
+            body(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out, e, pri, blk)
+        extra = ()
+
     sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
-                               "u4[]", sarg, "f4[]", "f4[]", "f4[]", act_code(key.dtype)),
+                               "u4[]", sarg, "f4[]", "f4[]", "f4[]", act_code(key.dtype))
+                      + extra,
                       nthr, arch_specific=key.gemm == "wgmma",
                       max_regs=gemm_max_regs(key.gemm, b), dyn_smem=dyn)

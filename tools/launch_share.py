@@ -1,0 +1,54 @@
+"""What one kernel of the forward costs inside the timed call: `pymoe bench`
+with some launches left out after the checked first call (a measurement, not a
+result: the output of a forward with a launch left out is wrong, and the bench's
+check ran before).
+
+    python tools/launch_share.py --drop combine -- --preset qwen3-30b-a3b --tokens 1,8
+
+--drop takes kernel names of the forward: route_pack (packed regime only), fc1,
+fc2, combine (comma-separated; "" leaves every launch in, the plain bench).  The
+launches left in read buffers the first (whole) call wrote, so the timing is of
+the same work with the dropped kernels' time and boundaries gone; their share is
+the difference to a plain run in the same process order.  On the GPU only.
+"""
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+
+NAMES = {"decode": ("fc1", "fc2", "combine"),
+         "packed": ("route_pack", "fc1", "fc2", "combine"),
+         "self_pack": ("fc1", "fc2", "combine")}      # geometry.self_packs: no route_pack
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--drop", default="", help="kernels to leave out, e.g. combine")
+    ap.add_argument("bench", nargs=argparse.REMAINDER, help="-- then pymoe bench's arguments")
+    a = ap.parse_args(argv)
+    drop = {d for d in a.drop.split(",") if d}
+    bad = drop - {n for v in NAMES.values() for n in v}
+    if bad:
+        raise SystemExit(f"--drop: unknown kernel(s) {sorted(bad)}; expected names from "
+                         f"{NAMES}")
+    from pymoe.cuda import runner
+    orig = runner.run
+
+    def run(b, *, stream=None):
+        out = orig(b, stream=stream)
+        ls = b.cache.get("launches")
+        if drop and ls and not b.cache.get("launch_share"):
+            names = NAMES["self_pack" if b.keys[0] is None else b.regime]
+            b.cache["launches"] = [f for n, f in zip(names, ls) if n not in drop]
+            b.cache["launch_share"] = True
+        return out
+
+    runner.run = run
+    rest = a.bench[1:] if a.bench[:1] == ["--"] else a.bench
+    sys.argv = ["pymoe", "bench", *rest]
+    runpy.run_module("pymoe", run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()

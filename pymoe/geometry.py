@@ -36,7 +36,8 @@ __all__ = [
     "COMBINE_THREADS", "COMBINE_VEC", "COMBINE_MAX_K", "COMBINE_CHUNK",
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "ROUTE_PACK_RANK_EXPERTS",
-    "route_pack_grid", "SELF_PACK_MAX_BLOCK", "SELF_PACK_MAX_EXPERTS", "self_packs",
+    "route_pack_grid", "SELF_PACK_MAX_BLOCK", "SELF_PACK_MAX_EXPERTS", "SELF_PACK_MAX_CTAS",
+    "self_packs",
     "WGMMA_V2_RING",
     "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
     "WGMMA_V2_WARPGROUPS", "WGMMA_V2_MTILES", "WGMMA_V2_WIDE_RING", "gemm_m_tiles",
@@ -268,11 +269,21 @@ ROUTE_PACK_MAX_CTAS = 128
 # its dependent-launch wait).  Up to SELF_PACK_MAX_BLOCK, i.e. at most
 # BLOCK_MAX_MEAN[16] routes an expert on average, so every CTA's count stays a
 # few routes a thread; up to SELF_PACK_MAX_EXPERTS local experts (a static
-# histogram); only where a block is one CTA (gemm_block_ctas == 1).
-# docs/performance.md step 24: the route packer cost 7-12 us of a graph replay
-# at T = 2 .. 512 (tools/launch_share.py).
+# histogram); only where a block is one CTA (gemm_block_ctas == 1); and only
+# while fc1 has at most SELF_PACK_MAX_CTAS CTAs that hold routes (about two
+# waves on an H200), since each pays its own pack's latency before its first
+# weight copy.  docs/performance.md step 24: the route packer cost 7-12 us of a
+# graph replay at T = 2 .. 512 (tools/launch_share.py); the self-pack, measured
+# beside it (us, graph, main -> self-pack, fc1 CTAs with routes ~ min(R, E) x
+# fc1 n-tiles):
+#   qwen3-30b-a3b (12 n-tiles)  T 2 39.9 -> 35.4 (192), 4 48.8 -> 43.9 (384),
+#     8 72.0 -> 69.9 (768), 16 91.6 -> 89.9 (1536), 32 118.6 -> 120.5 (1536),
+#     64 130.2 -> 136.2, 128 141.8 -> 155.0
+#   gpt-oss-120b (45 n-tiles)   T 2 64.3 -> 59.8 (360), 4 98.6 -> 97.3 (720),
+#     8 150.3 -> 151.3 (1440), 16 225.8 -> 233.9, 64 454.2 -> 493.9
 SELF_PACK_MAX_BLOCK = 16
 SELF_PACK_MAX_EXPERTS = 256
+SELF_PACK_MAX_CTAS = 1024
 DEQUANT_THREADS = 128                # dequant: K values (threads) per CTA
 assert GEMM_TILE_ROWS == 16 * (GEMM_THREADS // 32), "one 16-row mma tile per warp"
 
@@ -574,24 +585,33 @@ class LaunchKey:
     self_pack: bool = False      # packed fc1 packs its own block (self_packs): no route_pack
 
 
-def self_packs(gemm: str, block: int, num_experts: int | None) -> bool:
-    """Whether a packed call with block GEMM ``gemm`` at block ``block`` over
-    ``num_experts`` local experts has fc1 pack its blocks itself (no route_pack
-    launch; SELF_PACK_MAX_BLOCK).  None (experts not known): no."""
-    return (num_experts is not None and block <= SELF_PACK_MAX_BLOCK
-            and 1 <= num_experts <= SELF_PACK_MAX_EXPERTS
-            and gemm_block_ctas(gemm, block) == 1)
+def self_packs(gemm: str, block: int, num_experts: int | None, num_routes: int | None = None,
+               activation: str = "silu", intermediate_size: int = 0) -> bool:
+    """Whether a packed call of ``num_routes`` routes over ``num_experts`` local
+    experts, block GEMM ``gemm`` at block ``block``, has fc1 pack its blocks
+    itself (no route_pack launch): blocks up to SELF_PACK_MAX_BLOCK, a block one
+    CTA, and at most SELF_PACK_MAX_CTAS fc1 CTAs holding routes (min(R, E)
+    blocks of ceil(I / fc1 tile_n) CTAs).  None (routes or experts not known): no."""
+    if num_experts is None or num_routes is None:
+        return False
+    if not (block <= SELF_PACK_MAX_BLOCK and 1 <= num_experts <= SELF_PACK_MAX_EXPERTS
+            and gemm_block_ctas(gemm, block) == 1):
+        return False
+    tiles = -(-intermediate_size // (fc1_tile_n(activation) * gemm_m_tiles(gemm, block)))
+    return min(num_routes, num_experts) * max(tiles, 1) <= SELF_PACK_MAX_CTAS
 
 
 def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                 dtype: str, hidden_size: int, intermediate_size: int,
                 has_bias: bool, router_on_input: bool,
                 swiglu_limit: float | None, swiglu_alpha: float | None, gemm: str,
-                num_experts: int | None = None) -> tuple[LaunchKey | None, ...]:
+                num_experts: int | None = None, num_routes: int | None = None
+                ) -> tuple[LaunchKey | None, ...]:
     """The launches ``run`` makes for one call, in order.  ``gemm`` (one of
     GEMMS) goes into the packed fc1 / fc2 keys: it changes their argument types.
     Packed: (route_pack, fc1, fc2, combine), route_pack None where fc1 packs its
-    own blocks (self_packs for the ``num_experts`` local experts)."""
+    own blocks (self_packs, for a call of ``num_routes`` routes over
+    ``num_experts`` local experts)."""
     if gemm not in GEMMS:
         raise ValueError(f"gemm={gemm!r}: expected one of {GEMMS}")
     common = dict(format=format, activation=activation, dtype=dtype,
@@ -609,7 +629,7 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
     b = int(block)
     if b not in BLOCK_SIZES:
         raise ValueError(f"block={b}: the block GEMMs take blocks of {BLOCK_SIZES} routes")
-    own = self_packs(gemm, b, num_experts)
+    own = self_packs(gemm, b, num_experts, num_routes, activation, intermediate_size)
     return (None if own else LaunchKey("route_pack", format="", activation="", dtype="",
                                        hidden_size=0, intermediate_size=0),
             LaunchKey("fc1", block=b, tile_n=fc1_tile_n(activation) * gemm_m_tiles(gemm, b),

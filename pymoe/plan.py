@@ -142,11 +142,14 @@ class Caps:
         """Every LaunchKey a call with T in 1..max_tokens can make, for each block
         GEMM in ``gemms`` (what prewarm resolves), in first-use order."""
         keys = []
-        for reg, b, _lo, _hi in self.buckets():
+        for reg, b, lo, hi in self.buckets():
             for g in (gemms if reg == "packed" else gemms[:1]):
-                for k in self.launch_keys(reg, b, g):
-                    if k is not None and k not in keys:
-                        keys.append(k)
+                # (fc1 packs its own blocks up to some T: geometry.self_packs is
+                # monotone in the routes, so a bucket's two ends hold both variants)
+                for t in (lo, hi):
+                    for k in self.launch_keys(reg, b, g, num_tokens=t):
+                        if k is not None and k not in keys:
+                            keys.append(k)
         return keys
 
     def block_size_for(self, num_tokens: int) -> int:
@@ -165,12 +168,14 @@ class Caps:
                                           self.hidden_size, self.intermediate_size,
                                           self.dtype, b)
 
-    def launch_keys(self, regime: str, block: int | None, gemm: str | None = None):
+    def launch_keys(self, regime: str, block: int | None, gemm: str | None = None,
+                    num_tokens: int | None = None):
         """The call's LaunchKeys with block GEMM ``gemm``; None takes it from
         env.gemm_variant() (PYMOE_GEMM, the one place that reads it), its default
         'auto' seen from no device (mma): bind and prewarm settle 'auto' for their
         device and weights (``gemms``).  Packed: the route_pack key is None where
-        fc1 packs its own blocks (geometry.self_packs)."""
+        fc1 packs its own blocks (geometry.self_packs, for a call of ``num_tokens``
+        tokens; None: not known, so route_pack)."""
         if gemm is None:
             gemm = self.gemms(None, None)[0]
         return geo.launch_keys(regime, block, gemm=gemm, format=self.format,
@@ -180,7 +185,9 @@ class Caps:
                                has_bias=self.has_bias,
                                router_on_input=self.apply_router_weight_on_input,
                                swiglu_limit=self.swiglu_limit,
-                               swiglu_alpha=self.swiglu_alpha, num_experts=self.num_experts)
+                               swiglu_alpha=self.swiglu_alpha, num_experts=self.num_experts,
+                               num_routes=None if num_tokens is None
+                               else num_tokens * self.top_k)
 
 
 @dataclass(frozen=True)
@@ -416,7 +423,7 @@ class Plan:
         gemm = None
         if kind == "device" and reg == "packed" and env.gemm_variant() in ("auto", "wgmma"):
             gemm = c.gemms(device_cc(x), experts.scale_bytes)[0]
-        keys = c.launch_keys(reg, b, gemm)
+        keys = c.launch_keys(reg, b, gemm, num_tokens=max(t, 1))
         if kind == "device":
             check_x_words(x, reg, keys)
             check_packed_rows(experts, keys)

@@ -91,36 +91,56 @@ def test_launch_keys_hashable_and_bucketed():
 
 def test_self_pack_keys():
     """Blocks up to SELF_PACK_MAX_BLOCK over at most SELF_PACK_MAX_EXPERTS local
-    experts, where a block is one CTA: fc1's key packs its own blocks and the
-    route_pack key is None (no launch); else the four launches as before.  The
-    plan's keys, bind's and prewarm's (reachable_keys, no None) follow it."""
+    experts, where a block is one CTA, and at most SELF_PACK_MAX_CTAS fc1 CTAs with
+    routes (min(R, E) x fc1 n-tiles): fc1's key packs its own blocks and the
+    route_pack key is None (no launch); else the four launches as before, and
+    always when the routes or experts are not known.  The plan's keys, bind's
+    and prewarm's (reachable_keys: both variants of a bucket, no None) follow it."""
     import pymoe
     kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
-              intermediate_size=32, has_bias=False, router_on_input=False,
+              intermediate_size=96, has_bias=False, router_on_input=False,
               swiglu_limit=None, swiglu_alpha=None)
     mx = geo.SELF_PACK_MAX_BLOCK
     for gemm in geo.GEMMS:
         for b in geo.BLOCK_SIZES:
+            tiles = -(-96 // (geo.fc1_tile_n("silu") * geo.gemm_m_tiles(gemm, b)))
             for e in (1, 128, geo.SELF_PACK_MAX_EXPERTS, geo.SELF_PACK_MAX_EXPERTS + 1, None):
-                keys = geo.launch_keys("packed", b, gemm=gemm, num_experts=e, **kw)
-                own = (e is not None and e <= geo.SELF_PACK_MAX_EXPERTS and b <= mx
-                       and geo.gemm_block_ctas(gemm, b) == 1)
-                assert geo.self_packs(gemm, b, e) == own
-                assert (keys[0] is None) == own and keys[1].self_pack == own
-                assert not keys[2].self_pack and keys[1].kernel == "fc1"
-                if not own:
-                    assert keys[0].kernel == "route_pack"
-    assert geo.self_packs("wgmma", 8, 128) and geo.self_packs("wgmma", 16, 256)
-    assert not geo.self_packs("wgmma", 32, 128) and not geo.self_packs("wgmma", 8, 257)
+                for r in (1, 64, 1000, 10 ** 6, None):
+                    keys = geo.launch_keys("packed", b, gemm=gemm, num_experts=e,
+                                           num_routes=r, **kw)
+                    own = (e is not None and r is not None
+                           and e <= geo.SELF_PACK_MAX_EXPERTS and b <= mx
+                           and geo.gemm_block_ctas(gemm, b) == 1
+                           and min(r, e) * tiles <= geo.SELF_PACK_MAX_CTAS)
+                    assert geo.self_packs(gemm, b, e, r, "silu", 96) == own
+                    assert (keys[0] is None) == own and keys[1].self_pack == own
+                    assert not keys[2].self_pack and keys[1].kernel == "fc1"
+                    if not own:
+                        assert keys[0].kernel == "route_pack"
+    # qwen3-30b-a3b's fc1 on wgmma: 12 n-tiles, so up to 85 routes (T = 10 at k = 8)
+    assert geo.self_packs("wgmma", 8, 128, 85, "silu", 768)
+    assert not geo.self_packs("wgmma", 8, 128, 86, "silu", 768)
+    assert not geo.self_packs("wgmma", 32, 128, 16, "silu", 768)
+    assert not geo.self_packs("wgmma", 8, 257, 16, "silu", 768)
     assert all(k.kernel for k in geo.launch_keys("decode", None, gemm="mma", num_experts=8,
-                                                   **kw))
+                                                   num_routes=2, **kw))
     caps = pymoe.Caps(max_tokens=64, top_k=2, num_experts=8, hidden_size=64,
                       intermediate_size=32, decode_max_tokens=0)
     reg, b, _ = caps.shapes_for(8)                          # mean 2 routes an expert
-    assert (reg, b) == ("packed", 8) and caps.launch_keys(reg, b, "wgmma")[0] is None
+    assert (reg, b) == ("packed", 8)
+    assert caps.launch_keys(reg, b, "wgmma", num_tokens=8)[0] is None
+    assert caps.launch_keys(reg, b, "wgmma")[0].kernel == "route_pack"     # T not known
     reach = caps.reachable_keys(("wgmma",))
     assert None not in reach and any(k.self_pack for k in reach)
     assert any(k.kernel == "route_pack" for k in reach)     # the larger blocks still pack
+    big = pymoe.Caps(max_tokens=64, top_k=8, num_experts=128, hidden_size=64,
+                     intermediate_size=768, decode_max_tokens=0)
+    reg, b, _ = big.shapes_for(8)                           # one bucket, both variants
+    assert (reg, b) == ("packed", 8) and big.shapes_for(64)[1] == 8
+    assert big.launch_keys(reg, b, "wgmma", num_tokens=8)[1].self_pack
+    assert not big.launch_keys(reg, b, "wgmma", num_tokens=64)[1].self_pack
+    fc1s = [k for k in big.reachable_keys(("wgmma",)) if k.kernel == "fc1" and k.block == 8]
+    assert sorted(k.self_pack for k in fc1s) == [False, True]
 
 
 def test_tiles_live_in_geometry():

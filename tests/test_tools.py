@@ -280,3 +280,16 @@ def test_ncu_scripts_profile_another_command(tmp_path):
     metrics = a.split(" --metrics ")[1].split()[0].split(",")
     assert {"lts__t_requests.sum", "lts__t_sectors_op_read.sum", "dram__bytes_write.sum",
             "l1tex__t_requests.sum", "gpu__time_duration.sum"} <= set(metrics), metrics
+
+
+def test_launch_share_checks_names_and_runs_the_bench():
+    """tools/launch_share.py: unknown kernel names refused; without a GPU the
+    bench it wraps runs the reference (nothing to leave out) and prints its table."""
+    bad = subprocess.run([sys.executable, "tools/launch_share.py", "--drop", "fc3"],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "--drop: unknown kernel(s) ['fc3']" in bad.stderr
+    ok = subprocess.run([sys.executable, "tools/launch_share.py", "--drop", "route_pack",
+                         "--", "--backend", "ref", "--preset", "tiny", "--tokens", "2",
+                         "--repeats", "1", "--no-progress"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert "tiny" in ok.stdout and " ref " in ok.stdout

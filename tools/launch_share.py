@@ -9,7 +9,10 @@ check ran before).
 fc2, combine (comma-separated; "" leaves every launch in, the plain bench).  The
 launches left in read buffers the first (whole) call wrote, so the timing is of
 the same work with the dropped kernels' time and boundaries gone; their share is
-the difference to a plain run in the same process order.  On the GPU only.
+the difference to a plain run in the same process order.  The bench's inputs
+are not rotated (--rotate 1 unless given): the bindings share one arena, so with
+route_pack left out every replay would multiply the last packed call's routing.
+On the GPU only (elsewhere the bench runs the reference, which this leaves alone).
 """
 from __future__ import annotations
 
@@ -46,6 +49,8 @@ def main(argv=None) -> None:
 
     runner.run = run
     rest = a.bench[1:] if a.bench[:1] == ["--"] else a.bench
+    if "--rotate" not in rest:
+        rest = [*rest, "--rotate", "1"]
     sys.argv = ["pymoe", "bench", *rest]
     runpy.run_module("pymoe", run_name="__main__")
 

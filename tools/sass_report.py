@@ -174,7 +174,7 @@ def layer_keys(preset: str, tokens, gemm: str = "wgmma") -> list:
                                  intermediate_size=caps.intermediate_size,
                                  has_bias=caps.has_bias, router_on_input=False,
                                  swiglu_limit=limit, swiglu_alpha=alpha,
-                                 num_experts=caps.num_experts):
+                                 num_experts=caps.num_experts, num_routes=t * caps.top_k):
             if k is not None and k not in [kk for _, kk in keys]:
                 keys.append((t, k))
     return keys

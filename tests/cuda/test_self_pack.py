@@ -1,5 +1,6 @@
 """fc1 packing its own blocks (geometry.self_packs: blocks up to
-SELF_PACK_MAX_BLOCK, no route_pack launch) against the reference: route_pack's
+SELF_PACK_MAX_BLOCK and SELF_PACK_MAX_CTAS fc1 CTAs with routes, no route_pack
+launch) against the reference: route_pack's
 four buffers slot for slot, the intermediate, route_out and y
 (tests/cuda/diff.py), outputs and scratch NaN-poisoned first.  The routings
 stress the per-CTA pack: an expert over several blocks (one expert, skewed),
@@ -54,8 +55,9 @@ def _gemm() -> str:
 def _check(p):
     caps = problem_caps(p)
     reg, b, _ = caps.shapes_for(p.case.T)
-    assert reg == "packed" and geo.self_packs(_gemm(), b, caps.num_experts), (reg, b)
-    assert caps.launch_keys(reg, b, _gemm())[0] is None
+    assert reg == "packed" and caps.launch_keys(reg, b, _gemm(), num_tokens=p.case.T)[0] is None
+    assert geo.self_packs(_gemm(), b, caps.num_experts, p.case.T * p.case.k,
+                          caps.activation, caps.intermediate_size), (reg, b)
     check_problem(p, device=not CUDASIM, repeats=1 if CUDASIM else 3)
 
 
@@ -81,7 +83,7 @@ def test_fc1_routes_argument_checked():
     key = geo.launch_keys("packed", 8, format="mxfp4", activation="silu", dtype="bfloat16",
                           hidden_size=64, intermediate_size=32, has_bias=False,
                           router_on_input=False, swiglu_limit=None, swiglu_alpha=None,
-                          gemm="wgmma", num_experts=8)[1]
+                          gemm="wgmma", num_experts=8, num_routes=16)[1]
     assert key.self_pack
     with pytest.raises(ValueError, match="routes: this fc1 key packs its own blocks"):
         check_routes(None, key)

@@ -263,7 +263,7 @@ ROUTE_PACK_RANK_EXPERTS = 256
 ROUTE_PACK_TILE = 1024
 ROUTE_PACK_MAX_CTAS = 128
 # Small blocks: no route_pack launch.  Each packed fc1 CTA packs its own block
-# (kernels/route_pack.py make_block_pack: it counts every route of the call,
+# (kernels/block_pack.py make_block_pack: it counts every route of the call,
 # scans the experts' padded counts, ranks its expert's routes) and the CTAs of
 # n-tile 0 write the route buffers route_pack would have (fc2 reads them after
 # its dependent-launch wait).  Up to SELF_PACK_MAX_BLOCK, i.e. at most

@@ -476,7 +476,8 @@ def check_packed_rows(experts, keys) -> None:
     if getattr(experts, "has_packed_rows", True):
         return
     for key in keys:
-        if key is not None and key.kernel in ("fc1", "fc2") and not geo.gemm_reads_v2(key.gemm, key.block):
+        if (key is not None and key.kernel in ("fc1", "fc2")
+                and not geo.gemm_reads_v2(key.gemm, key.block)):
             raise ValueError(
                 f"experts: uploaded with packed_rows=False (layout v2 only), but this "
                 f"call's {key.kernel} runs the {key.gemm} GEMM at block {key.block}, which "

@@ -13,7 +13,7 @@ F = 2I gated / I relu2, S packed slots, B = key.block.
 key.self_pack (geometry.self_packs: small blocks, no route_pack launch): fc1
 first fills the four route buffers itself, as route_pack would, from
 ``routes`` = (topk_ids, expert_map, expert_offsets, packed_route_count); the
-CUDA twin's CTAs each pack their own block (kernels/route_pack.py
+CUDA twin's CTAs each pack their own block (cuda/kernels/block_pack.py
 make_block_pack) and its n-tile 0 writes them.
 
 Rounding points: pymoe/ref/expert.py.

@@ -6,8 +6,9 @@ four buffers slot for slot, the intermediate, route_out and y
 stress the per-CTA pack: an expert over several blocks (one expert, skewed),
 invalid ids, int64 ids, an expert map, an empty expert, every route invalid,
 router weight on the input.  Under the simulator tiny shapes (the fma GEMM, 128
-threads: two experts a thread in the scan); on a GPU the wgmma GEMM at blocks
-of 8 and 16 (256 threads) up to E = SELF_PACK_MAX_EXPERTS."""
+threads; the scan and ranks by thread 0, the simulator having no warp
+intrinsics); on a GPU the wgmma GEMM at blocks of 8 and 16 (256 threads, warp
+0's shuffles and ballots) up to E = SELF_PACK_MAX_EXPERTS."""
 import numpy as np
 import pytest
 

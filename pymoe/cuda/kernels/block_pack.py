@@ -43,6 +43,19 @@ def make_block_pack(nthr: int, block: int):
         return (c + block - 1) // block * block
 
     @cuda.jit(device=True, inline=True)
+    def claim(e, hist, run, s0, meta, offsets, own, first):
+        """Expert e's step of the offsets walk (both scans): run is its exclusive
+        offset; (own, first) become (e, s0 - run) when e's padded range holds
+        slot s0; CTA (0, 0) (meta) writes the offset.  Returns run past e."""
+        p = padded(hist[e])
+        if run <= s0 and s0 < run + p:
+            own = int32(e)
+            first = s0 - run
+        if meta:
+            offsets[e] = run
+        return run + p, own, first
+
+    @cuda.jit(device=True, inline=True)
     def owner_sim(hist, n_exp, s0, meta, offsets, count, ids, stride, n_routes, emap,
                   has_map, num_ids, rt):
         """Warp 0's part as one thread's loops (the simulator)."""
@@ -50,13 +63,7 @@ def make_block_pack(nthr: int, block: int):
         own = int32(-1)
         first = int32(0)
         for e in range(n_exp):
-            p = padded(hist[e])
-            if run <= s0 and s0 < run + p:
-                own = int32(e)
-                first = s0 - run
-            if meta:
-                offsets[e] = run
-            run += p
+            run, own, first = claim(e, hist, run, s0, meta, offsets, own, first)
         if meta:
             offsets[n_exp] = run
             count[0] = run
@@ -91,13 +98,7 @@ def make_block_pack(nthr: int, block: int):
         for q in range(ew):
             e = lane * ew + q
             if e < n_exp:
-                p = padded(hist[e])
-                if run <= s0 and s0 < run + p:
-                    own = int32(e)
-                    first = s0 - run
-                if meta:
-                    offsets[e] = run
-                run += p
+                run, own, first = claim(e, hist, run, s0, meta, offsets, own, first)
         if meta and lane == 0:
             offsets[n_exp] = total
             count[0] = total

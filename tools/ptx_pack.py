@@ -131,26 +131,27 @@ def case_keys(spec: str) -> list:
     return problem_keys(p, rest[0] if rest else "wgmma")
 
 
+def cases_keys(cases) -> list:
+    """problem_keys of each Case of ``cases``, each key once, in first-seen order."""
+    from tests.problems import make_problem
+    keys = []
+    for case in cases:
+        keys += [k for k in problem_keys(make_problem(case)) if k not in keys]
+    return keys
+
+
 def case_list_keys(ref: str) -> list:
     """problem_keys of every Case in a test module's list, "MODULE:NAME" (e.g.
     tests.cuda.test_self_pack:GPU_KEY_CASES)."""
     import importlib
-    from tests.problems import make_problem
     mod, name = ref.split(":")
-    keys = []
-    for case in getattr(importlib.import_module(mod), name):
-        keys += [k for k in problem_keys(make_problem(case)) if k not in keys]
-    return keys
+    return cases_keys(getattr(importlib.import_module(mod), name))
 
 
 def suite_keys() -> list:
     """problem_keys of tests/cuda/test_gpu.py's differential cases."""
     from tests.cuda.test_gpu import _families
-    from tests.problems import make_problem
-    keys = []
-    for case in _families():
-        keys += [k for k in problem_keys(make_problem(case)) if k not in keys]
-    return keys
+    return cases_keys(_families())
 
 
 def fuzz_keys() -> list:

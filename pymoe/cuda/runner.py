@@ -73,21 +73,19 @@ def _prepare(b: Binding, out, stream) -> list:
             prepare_combine(v["route_out"], b.topk_ids, b.expert_map, ew.num_experts, out,
                             key=kc, dependent=dep, **kw)]
     kp, k1, k2, kc = b.keys
+    first, routes = [], None
     if kp is None:                    # fc1 packs its own blocks (geometry.self_packs)
-        first = [prepare_fc1(b.x, ew, b.topk_weights, v["packed_route_indices"],
-                             v["block_expert_ids"], v["intermediate"], top_k=c.top_k,
-                             key=k1, routes=(b.topk_ids, b.expert_map, v["expert_offsets"],
-                                             v["packed_route_count"]), **kw)]
+        routes = (b.topk_ids, b.expert_map, v["expert_offsets"], v["packed_route_count"])
     else:
-        first = [
-            prepare_route_pack(b.topk_ids, b.expert_map, ew.num_experts, b.block,
-                               v["expert_offsets"], v["packed_route_indices"],
-                               v["block_expert_ids"], v["packed_route_count"], key=kp, **kw),
-            prepare_fc1(b.x, ew, b.topk_weights, v["packed_route_indices"],
-                        v["block_expert_ids"], v["intermediate"], top_k=c.top_k, key=k1,
-                        dependent=True, **kw)]
+        first = [prepare_route_pack(b.topk_ids, b.expert_map, ew.num_experts, b.block,
+                                    v["expert_offsets"], v["packed_route_indices"],
+                                    v["block_expert_ids"], v["packed_route_count"], key=kp,
+                                    **kw)]
     return first + [                  # fc1 after route_pack, fc2, combine: dependent
         #                               launches (sm_90)
+        prepare_fc1(b.x, ew, b.topk_weights, v["packed_route_indices"], v["block_expert_ids"],
+                    v["intermediate"], top_k=c.top_k, key=k1, dependent=kp is not None,
+                    routes=routes, **kw),
         prepare_fc2(v["intermediate"], ew, b.topk_weights, v["packed_route_indices"],
                     v["block_expert_ids"], v["route_out"], key=k2, dependent=True, **kw),
         prepare_combine(v["route_out"], b.topk_ids, b.expert_map, ew.num_experts, out,

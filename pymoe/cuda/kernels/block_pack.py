@@ -39,6 +39,49 @@ def make_block_pack(nthr: int, block: int):
     full = 0xFFFFFFFF
 
     @cuda.jit(device=True, inline=True)
+    def expert_id(ids, stride, r, emap, has_map, num_ids):
+        """local_expert of route r (int32), with the common case, no expert map,
+        on unsigned 32-bit indices (no wraparound code; R < 2^31): an int32 id
+        is valid below num_ids (a negative one is past it as unsigned), an
+        int64 id (stride 2) when its low word is and its high word is 0."""
+        if has_map == 0:
+            ur = uint32(r)
+            nid = uint32(num_ids)
+            if stride == 1:
+                lo = uint32(ids[ur])
+                return int32(lo) if lo < nid else int32(-1)
+            lo = uint32(ids[ur * uint32(2)])
+            hi = ids[ur * uint32(2) + uint32(1)]
+            return int32(lo) if lo < nid and hi == 0 else int32(-1)
+        return int32(local_expert(ids, stride, r, emap, has_map, num_ids))
+
+    @cuda.jit(device=True, inline=True)
+    def count_routes(hist, ids, stride, n_routes, emap, has_map, num_ids, tid):
+        """hist[e] += 1 for this thread's routes tid, tid + nthr, ...: four a
+        round, their loads first (one memory latency a round)."""
+        r = uint32(tid)
+        n = uint32(n_routes)
+        while r + uint32(3 * nthr) < n:
+            e0 = expert_id(ids, stride, r, emap, has_map, num_ids)
+            e1 = expert_id(ids, stride, r + uint32(nthr), emap, has_map, num_ids)
+            e2 = expert_id(ids, stride, r + uint32(2 * nthr), emap, has_map, num_ids)
+            e3 = expert_id(ids, stride, r + uint32(3 * nthr), emap, has_map, num_ids)
+            if e0 >= 0:
+                cuda.atomic.add(hist, e0, 1)
+            if e1 >= 0:
+                cuda.atomic.add(hist, e1, 1)
+            if e2 >= 0:
+                cuda.atomic.add(hist, e2, 1)
+            if e3 >= 0:
+                cuda.atomic.add(hist, e3, 1)
+            r = uint32(r + uint32(4 * nthr))
+        while r < n:
+            e0 = expert_id(ids, stride, r, emap, has_map, num_ids)
+            if e0 >= 0:
+                cuda.atomic.add(hist, e0, 1)
+            r = uint32(r + uint32(nthr))
+
+    @cuda.jit(device=True, inline=True)
     def padded(c):
         return (c + block - 1) // block * block
 
@@ -114,7 +157,7 @@ def make_block_pack(nthr: int, block: int):
             r = r0 + lane
             m = False
             if r < n_routes:
-                m = local_expert(ids, stride, r, emap, has_map, num_ids) == own
+                m = expert_id(ids, stride, r, emap, has_map, num_ids) == own
             bal = cuda.ballot_sync(full, m)
             if m:
                 rank = base + cuda.popc(bal & below)
@@ -135,12 +178,7 @@ def make_block_pack(nthr: int, block: int):
         if tid < block:
             rt[tid] = int32(n_routes)
         cuda.syncthreads()
-        r = tid                                          # count every route
-        while r < n_routes:
-            e = local_expert(ids, stride, r, emap, has_map, num_ids)
-            if e >= 0:
-                cuda.atomic.add(hist, e, 1)
-            r += nthr
+        count_routes(hist, ids, stride, n_routes, emap, has_map, num_ids, tid)  # every route
         cuda.syncthreads()
         s0 = int32(blk * block)                          # the block's first slot
         meta = cuda.blockIdx.x == 0 and blk == 0

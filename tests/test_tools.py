@@ -288,6 +288,9 @@ def test_launch_share_checks_names_and_runs_the_bench():
     bad = subprocess.run([sys.executable, "tools/launch_share.py", "--drop", "fc3"],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "--drop: unknown kernel(s) ['fc3']" in bad.stderr
+    neg = subprocess.run([sys.executable, "tools/launch_share.py", "--memset", "-4"],
+                         capture_output=True, text=True)
+    assert neg.returncode != 0 and "--memset: expected bytes >= 0, got -4" in neg.stderr
     ok = subprocess.run([sys.executable, "tools/launch_share.py", "--drop", "route_pack",
                          "--", "--backend", "ref", "--preset", "tiny", "--tokens", "2",
                          "--repeats", "1", "--no-progress"], capture_output=True, text=True)

@@ -37,7 +37,7 @@ __all__ = [
     "ROUTE_PACK_THREADS", "ROUTE_PACK_MAX_EXPERTS", "ROUTE_PACK_TILE", "ROUTE_PACK_MAX_CTAS",
     "ROUTE_PACK_RANK_EXPERTS",
     "route_pack_grid", "SELF_PACK_MAX_BLOCK", "SELF_PACK_MAX_EXPERTS", "SELF_PACK_MAX_CTAS",
-    "self_packs",
+    "self_packs", "expected_active_experts",
     "WGMMA_V2_RING",
     "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
     "WGMMA_V2_WARPGROUPS", "WGMMA_V2_MTILES", "WGMMA_V2_WIDE_RING", "gemm_m_tiles",
@@ -272,7 +272,11 @@ ROUTE_PACK_MAX_CTAS = 128
 # histogram); only where a block is one CTA (gemm_block_ctas == 1); and only
 # while fc1 has at most SELF_PACK_MAX_CTAS CTAs that hold routes (about two
 # waves on an H200), since each pays its own pack's latency before its first
-# weight copy.  docs/performance.md step 24: the route packer cost 7-12 us of a
+# weight copy.  Those CTAs are counted as fc1 n-tiles x the experts R routes
+# hold on average when drawn uniformly (expected_active_experts; a skewed
+# routing holds fewer), not min(R, E): qwen3 T = 16 holds ~82 of 128 experts,
+# not 128, and self-packed it ran 89.9 against 92.2 us (step 25), while T = 32
+# (~112) lost 1%.  docs/performance.md step 24: the route packer cost 7-12 us of a
 # graph replay at T = 2 .. 512 (tools/launch_share.py); the self-pack, measured
 # beside it (us, graph, main -> self-pack, fc1 CTAs with routes ~ min(R, E) x
 # fc1 n-tiles):
@@ -590,15 +594,28 @@ def self_packs(gemm: str, block: int, num_experts: int | None, num_routes: int |
     """Whether a packed call of ``num_routes`` routes over ``num_experts`` local
     experts, block GEMM ``gemm`` at block ``block``, has fc1 pack its blocks
     itself (no route_pack launch): blocks up to SELF_PACK_MAX_BLOCK, a block one
-    CTA, and at most SELF_PACK_MAX_CTAS fc1 CTAs holding routes (min(R, E)
-    blocks of ceil(I / fc1 tile_n) CTAs).  None (routes or experts not known): no."""
+    CTA, and at most SELF_PACK_MAX_CTAS fc1 CTAs holding routes
+    (expected_active_experts(R, E) blocks of ceil(I / fc1 tile_n) CTAs).  None (routes or experts not known): no."""
     if num_experts is None or num_routes is None:
         return False
     if not (block <= SELF_PACK_MAX_BLOCK and 1 <= num_experts <= SELF_PACK_MAX_EXPERTS
             and gemm_block_ctas(gemm, block) == 1):
         return False
     tiles = -(-intermediate_size // (fc1_tile_n(activation) * gemm_m_tiles(gemm, block)))
-    return min(num_routes, num_experts) * max(tiles, 1) <= SELF_PACK_MAX_CTAS
+    return (expected_active_experts(num_routes, num_experts) * max(tiles, 1)
+            <= SELF_PACK_MAX_CTAS)
+
+
+def expected_active_experts(num_routes: int, num_experts: int) -> int:
+    """The experts that ``num_routes`` routes drawn uniformly over ``num_experts``
+    hold on average, rounded up: ceil(E (1 - (1 - 1/E)^R)), at most min(R, E).
+    Monotone in R (so a token bucket's ends bound it)."""
+    if num_routes <= 0 or num_experts <= 0:
+        return 0
+    if num_experts == 1:
+        return 1
+    mean = num_experts * -math.expm1(num_routes * math.log1p(-1.0 / num_experts))
+    return min(num_routes, num_experts, math.ceil(mean - 1e-9))
 
 
 def launch_keys(regime: str, block: int | None, *, format: str, activation: str,

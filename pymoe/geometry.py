@@ -39,7 +39,7 @@ __all__ = [
     "route_pack_grid", "SELF_PACK_MAX_BLOCK", "SELF_PACK_MAX_EXPERTS", "SELF_PACK_MAX_CTAS",
     "self_packs", "expected_active_experts",
     "WGMMA_V2_RING",
-    "WGMMA_V2_MAX_REGS", "gemm_reads_v2",
+    "WGMMA_V2_MAX_REGS", "WGMMA_V2_ROI_MIN_REGS", "gemm_reads_v2",
     "WGMMA_V2_WARPGROUPS", "WGMMA_V2_MTILES", "WGMMA_V2_WIDE_RING", "gemm_m_tiles",
     "PACKED_ROWS_MAX_BLOCK", "MMA_MAX_REGS", "gemm_cta_block", "gemm_block_ctas",
     "gemm_warpgroups", "gemm_threads", "gemm_max_regs", "WGMMA_FOLD_BYTES",
@@ -192,16 +192,25 @@ WGMMA_V2_WIDE_RING = 6
 # H200, B = 32 (gpt-oss T = 512 / qwen3 T = 256, us): cap 64 1365 / 362, 72
 # 1109 / 324; one warpgroup a CTA under 72 / 80: 1178 / 333, 1209 / 346.
 WGMMA_V2_MAX_REGS = {8: 64, 16: 64, 32: 72, 64: 80, 128: None}
+# ... and at least 80 in fc1 with the router weight on its input (the staged
+# activations rounded through registers): under 64 / 72 at blocks of 16 / 32
+# local ptxas serializes its wgmma (C7512, "insufficient register resources";
+# bf16 MXFP4 since its register-made scales, fp16 since step 26's).  80 keeps
+# blocks of 32 at 3 CTAs an SM and takes blocks of 16 from 4 to 3.
+WGMMA_V2_ROI_MIN_REGS = 80
 # wgmma folds MXFP4's E8M0 scale into the 16-bit weights (exact packed
 # multiply).  fp16: 2^(byte - 127) times every E2M1 value (0.5 .. 6) is a finite
 # fp16 value on its grid for bytes 104 .. 140 (0.5 * 2^-23 = fp16's least
-# subnormal, 6 * 2^13 < 65504).  bf16: the v2 GEMM multiplies the decoder's FP4 x
+# subnormal, 6 * 2^13 < 65504), and the v2 GEMM multiplies the decoder's FP4 x
+# 2^-14 by 2^(byte - 113) once, made in registers as a normal fp16 value up to
+# byte 128 (2^15): 104 .. 128, scales 2^-23 .. 2 (129 .. 140 take mma).  bf16:
+# the v2 GEMM multiplies the decoder's FP4 x
 # 2^-126 by the table value 2^(byte - 9) once (the accumulators take back 2^8):
 # the table value is finite up to byte 136 and every product FP4 x 2^(byte - 135)
 # is on bf16's grid from byte 3 (0.5 x 2^-132 = 2^-133, its least subnormal);
 # the packed-row GEMM (B = 128) multiplies FP4 by 2^(byte - 127), exact on 0 ..
 # 252, so 3 .. 136 serves both.  Byte 255 (NaN) gives NaN either way.
-WGMMA_FOLD_BYTES = {"bfloat16": (3, 136), "float16": (104, 140)}
+WGMMA_FOLD_BYTES = {"bfloat16": (3, 136), "float16": (104, 128)}
 
 # gpt-oss's swigluoai constants (model.py): gate * sigmoid(1.702 * gate) * (up + 1)
 # with gate <= 7 and |up| <= 7.
@@ -694,12 +703,16 @@ def gemm_block_ctas(gemm: str, block: int) -> int:
     return block // gemm_cta_block(gemm, block)
 
 
-def gemm_max_regs(gemm: str, block: int) -> int | None:
+def gemm_max_regs(gemm: str, block: int, router_on_input: bool = False) -> int | None:
     """The register cap (PTX .maxnreg) of a packed fc1 / fc2 kernel: the v2
-    GEMM's WGMMA_V2_MAX_REGS by block, MMA_MAX_REGS for mma's blocks of 128,
-    None (ptxas decides) for the others."""
+    GEMM's WGMMA_V2_MAX_REGS by block (at least WGMMA_V2_ROI_MIN_REGS for fc1
+    with the router weight on its input: ``router_on_input``), MMA_MAX_REGS for
+    mma's blocks of 128, None (ptxas decides) for the others."""
     if gemm_reads_v2(gemm, block):
-        return WGMMA_V2_MAX_REGS[block]
+        cap = WGMMA_V2_MAX_REGS[block]
+        if router_on_input and cap is not None:
+            cap = max(cap, WGMMA_V2_ROI_MIN_REGS)
+        return cap
     return MMA_MAX_REGS if gemm == "mma" and block == 128 else None
 
 

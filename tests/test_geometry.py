@@ -266,6 +266,16 @@ def test_blocks_of_128_from_a_mean_of_128_routes_on_every_gemm():
             assert geo.gemm_max_regs(gemm, 128) == (geo.MMA_MAX_REGS if gemm == "mma" else None)
             assert geo.gemm_max_regs(gemm, 64) is None
     assert geo.MMA_MAX_REGS * geo.gemm_threads("mma", 64) * 4 <= 64 * 1024
+    # the v2 GEMM's caps by block; fc1 with the router weight on its input at
+    # least WGMMA_V2_ROI_MIN_REGS, which keeps blocks of 32 at 3 CTAs an SM
+    for b, cap in geo.WGMMA_V2_MAX_REGS.items():
+        assert geo.gemm_max_regs("wgmma", b) == cap
+        roi = geo.gemm_max_regs("wgmma", b, router_on_input=True)
+        assert roi == (None if cap is None else max(cap, geo.WGMMA_V2_ROI_MIN_REGS))
+    regs_sm, thr = 64 * 1024, geo.gemm_threads("wgmma", 32)
+    assert (regs_sm // (geo.WGMMA_V2_ROI_MIN_REGS * thr)
+            == regs_sm // (geo.WGMMA_V2_MAX_REGS[32] * thr) == 3)
+    assert geo.gemm_max_regs("mma", 128, router_on_input=True) == geo.MMA_MAX_REGS
 
 
 def test_default_decode_cut_follows_the_routed_weight_bytes():

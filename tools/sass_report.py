@@ -151,9 +151,11 @@ def _fmt(mix: Counter) -> str:
     return " ".join(f"{k}={mix[k]}" for k in keys if mix.get(k))
 
 
-def layer_keys(preset: str, tokens, gemm: str = "wgmma") -> list:
-    """[(T, LaunchKey)]: the distinct kernels a preset's layer (MXFP4, bf16, the
-    preset's activation and biases) launches at each T of ``tokens``."""
+def layer_keys(preset: str, tokens, gemm: str = "wgmma", format: str = "mxfp4",
+               dtype: str = "bfloat16") -> list:
+    """[(T, LaunchKey)]: the distinct kernels a preset's layer (``format``,
+    ``dtype``, the preset's activation and biases) launches at each T of
+    ``tokens``."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import pymoe
     from pymoe import geometry as geo
@@ -163,7 +165,7 @@ def layer_keys(preset: str, tokens, gemm: str = "wgmma") -> list:
     caps = pymoe.Caps(max_tokens=1, top_k=pr.top_k, num_experts=pr.num_experts,
                       hidden_size=pr.hidden_size, intermediate_size=pr.intermediate_size,
                       activation=pr.activation, w13_layout=pr.w13_layout, has_bias=pr.bias,
-                      swiglu_alpha=alpha, swiglu_limit=limit)
+                      swiglu_alpha=alpha, swiglu_limit=limit, format=format, dtype=dtype)
     keys = []
     for t in tokens:
         reg = geo.regime_for(t, caps.top_k, caps.decode_cut)
@@ -226,6 +228,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tokens", default="1,8,64,512")
     ap.add_argument("--gemm", choices=["mma", "wgmma", "fma"], default="wgmma",
                     help="the packed block GEMM (default wgmma: PYMOE_GEMM=auto on sm_90)")
+    ap.add_argument("--format", choices=["mxfp4", "nvfp4"], default="mxfp4")
+    ap.add_argument("--dtype", choices=["bfloat16", "float16"], default="bfloat16")
     ap.add_argument("--ops", action="store_true",
                     help="also print each hottest loop's opcode histogram")
     ap.add_argument("--dump", metavar="KERNEL", default=None,
@@ -236,12 +240,13 @@ def main(argv=None) -> int:
     ap.add_argument("--save", metavar="DIR", default=None,
                     help="also write each kernel's PTX there (T_kernel_B.ptx)")
     a = ap.parse_args(argv)
-    keys = layer_keys(a.preset, (int(v) for v in a.tokens.split(",")), a.gemm)
+    keys = layer_keys(a.preset, (int(v) for v in a.tokens.split(",")), a.gemm, a.format,
+                      a.dtype)
     from pymoe.cuda import launch
     if a.device:
         return device_report(a.preset, keys, a.save)
-    print(f"{a.preset}: {a.gemm} GEMM, sm_90{'a' if a.gemm == 'wgmma' else ''}, "
-          "static SASS counts")
+    print(f"{a.preset}: {a.format} / {a.dtype}, {a.gemm} GEMM, "
+          f"sm_90{'a' if a.gemm == 'wgmma' else ''}, static SASS counts")
     print(f"{'T':>4} {'kernel':11} {'B':>3} {'regs':>4} {'spill':>5} {'instr':>6}  "
           f"{'loop':>5}  hottest loop mix / whole-kernel mix")
     for t, k in keys:

@@ -458,7 +458,8 @@ def test_v2_chain_kernel_matches_numpy(fmt, dtype, which, act, k, n):
 # ---- the block GEMM on wgmma (PYMOE_GEMM=wgmma; kernels/gemm_wgmma_v2.py)
 
 @pytest.mark.parametrize("fmt,dtype,block", [("mxfp4", "bfloat16", 64), ("nvfp4", "float16", 8),
-                                             ("mxfp4", "float16", 32), ("nvfp4", "bfloat16", 128)])
+                                             ("mxfp4", "float16", 32), ("nvfp4", "bfloat16", 128),
+                                             ("mxfp4", "bfloat16", 16), ("mxfp4", "float16", 16)])
 def test_wgmma_block_gemm_ptx(fmt, dtype, block):
     """fc1 / fc2 with gemm='wgmma': sm_90a, m64nBk16 in fours (four a 64-K v2 k-tile and
     m-tile; 16-byte cp.async for weights and activations, its ring's slots - 3
@@ -467,7 +468,9 @@ def test_wgmma_block_gemm_ptx(fmt, dtype, block):
     fence and a barrier a k-tile, no local memory; blocks of 128 (the wide loop)
     with the n64 fallback on padded halves and wait_group 1 between the m-tiles;
     the local ptxas keeps the wgmma asynchronous (no serialization warning) with no
-    stack frame or spills; bf16 MXFP4's scales made in registers (min.u16x2)."""
+    stack frame or spills (fc1 takes the router weight on its input here: at
+    blocks of 16 / 32 it needs geometry.WGMMA_V2_ROI_MIN_REGS not to serialize);
+    scales made in registers but bf16 NVFP4's."""
     from pymoe import geometry as geo
     from pymoe.cuda import launch
     from pymoe.cuda.kernels.gemm_wgmma_v2 import ring_slots
@@ -492,9 +495,12 @@ def test_wgmma_block_gemm_ptx(fmt, dtype, block):
             assert n64 >= 4 and n64 % 4 == 0, n64
         assert "st.shared.v4.u32" in ptx
         assert ".local" not in ptx
-        # bf16 MXFP4 makes its E8M0 scale pairs in registers (e8m0_pair), the rest
-        # read the shared scale table
-        assert ("min.u16x2" in ptx) == (fmt == "mxfp4" and dtype == "bfloat16"), key
+        # MXFP4 makes its E8M0 scale pairs in registers (e8m0_pair / f16_pair, a
+        # clamp each; fp16's inf -> NaN by fma), fp16 NVFP4 by cvt (e4m3_pair);
+        # only bf16 NVFP4 reads the shared scale table
+        assert ("min.u16x2" in ptx) == (fmt == "mxfp4"), key
+        assert ("cvt.rn.f16x2.e4m3x2" in ptx) == (fmt == "nvfp4" and dtype == "float16"), key
+        assert ("fma.rn.f16x2" in ptx) == (fmt == "mxfp4" and dtype == "float16"), key
         # weights by 16-byte cp.async, and the activations too (zero-filled) unless
         # scaled (the router weight on fc1's input)
         assert "cp.async.cg.shared.global" in ptx
@@ -527,8 +533,11 @@ def test_wgmma_fold_range_is_where_every_product_is_exact(dtype):
             return np.array_equal(np.asarray(v).astype(np_dt).astype(np.float64), want)
 
     def v2_fold(byte):
-        if dtype != "bfloat16":
-            return True
+        if dtype != "bfloat16":       # FP4 x 2^-14 times 2^(byte - 113), a normal fp16
+            d = (e2m1 * 2.0 ** -14).astype(np_dt).astype(np.float64)
+            t = 2.0 ** (byte - 113)
+            return (exact([t], [t]) and t >= 2.0 ** -14
+                    and exact(d * t, e2m1 * 2.0 ** (byte - 127)))
         d = (e2m1 * 2.0 ** -126).astype(np_dt).astype(np.float64)
         t = 2.0 ** (byte - 9)
         return exact([t], [t]) and exact(d * t, e2m1 * 2.0 ** (byte - 135))
@@ -550,16 +559,16 @@ def test_wgmma_gemm_refuses_scales_it_cannot_fold():
     from pymoe import geometry as geo
     from pymoe.cuda.device_weights import _scale_bytes, check_gemm_scales
     ew = SimpleNamespace(w13_scales=np.array([[120, 255]], np.uint8),
-                         w2_scales=np.array([[141, 127]], np.uint8))
-    assert _scale_bytes(ew) == (120, 141)
+                         w2_scales=np.array([[129, 127]], np.uint8))
+    assert _scale_bytes(ew) == (120, 129)
     key = geo.launch_keys("packed", 8, format="mxfp4", activation="silu", dtype="float16",
                           hidden_size=64, intermediate_size=32, has_bias=False,
                           router_on_input=False, swiglu_limit=None, swiglu_alpha=None,
                           gemm="wgmma")[1]
-    with pytest.raises(ValueError, match=r"PYMOE_GEMM=wgmma .* bytes 104\.\.140 .* span "
-                                         r"120\.\.141.*PYMOE_GEMM=mma"):
-        check_gemm_scales(SimpleNamespace(scale_bytes=(120, 141)), key)
-    check_gemm_scales(SimpleNamespace(scale_bytes=(120, 140)), key)
+    with pytest.raises(ValueError, match=r"PYMOE_GEMM=wgmma .* bytes 104\.\.128 .* span "
+                                         r"120\.\.129.*PYMOE_GEMM=mma"):
+        check_gemm_scales(SimpleNamespace(scale_bytes=(120, 129)), key)
+    check_gemm_scales(SimpleNamespace(scale_bytes=(104, 128)), key)
     from dataclasses import replace
     check_gemm_scales(SimpleNamespace(scale_bytes=(120, 136)), replace(key, dtype="bfloat16"))
     with pytest.raises(ValueError, match=r"bytes 3\.\.136 .* span 120\.\.141"):
@@ -615,31 +624,57 @@ def test_block_gemm_b128_matches_reference(case, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", ["129-512-224-128-8-32", "201-256-144-8-2-64",
-                                  "513-256-144-8-2-128"])   # ring at 32 / 64, wide
+@pytest.mark.parametrize("case", ["129-512-224-128-8-32-bfloat16", "201-256-144-8-2-64-bfloat16",
+                                  "513-256-144-8-2-128-bfloat16",   # ring at 32 / 64, wide
+                                  "129-512-224-128-8-32-float16", "513-256-144-8-2-128-float16"])
 def test_wgmma_nan_scale_stays_nan(case, monkeypatch):
     """An E8M0 byte 255 (NaN; the fold's range check leaves it out) in w13: the wgmma
-    GEMM, whose bf16 MXFP4 scales are made in registers (e8m0_pair), gives NaN in
-    fc1's intermediate exactly where the reference does, and matches it elsewhere
-    (blocks of 32, 64 and 128 routes: both main loops)."""
+    GEMM, whose MXFP4 scales are made in registers (e8m0_pair; fp16's f16_pair
+    clamps 255 to +inf and turns it into NaN), gives NaN in fc1's intermediate
+    exactly where the reference does, and matches it elsewhere (blocks of 32, 64
+    and 128 routes: both main loops)."""
     from pymoe import geometry as geo
     from pymoe.testing import assert_close
     from tests.cuda.diff import run_problem, to_f32
     from tests.problems import Case, make_problem
-    t, h, i, e, k, blk = (int(v) for v in case.split("-"))
+    *dims, dtype = case.split("-")
+    t, h, i, e, k, blk = (int(v) for v in dims)
     monkeypatch.setenv("PYMOE_GEMM", "wgmma")
-    p = make_problem(Case(t, h, i, e, k, dtype="bfloat16", format="mxfp4",
+    p = make_problem(Case(t, h, i, e, k, dtype=dtype, format="mxfp4",
                           activation="silu", layout="gate_up", bias=True, seed=t))
     assert geo.select_block_size(t, k, e) == blk
     p.experts.w13_scales[1, 3, 2] = 255                  # expert 1, gate row 3, K 64..95
     _, b, ref, runs = run_problem(p, device=True)
     assert b.regime == "packed" and {key.gemm for key in b.keys[1:3]} == {"wgmma"}
-    got = to_f32(runs[0]["intermediate"], "bfloat16")
-    want = to_f32(ref["intermediate"], "bfloat16")
+    got = to_f32(runs[0]["intermediate"], dtype)
+    want = to_f32(ref["intermediate"], dtype)
     nan = np.isnan(want)
     assert nan.any() and not nan.all()
     np.testing.assert_array_equal(np.isnan(got), nan)
-    assert_close(got[~nan], want[~nan], dtype="bfloat16", what="intermediate")
+    assert_close(got[~nan], want[~nan], dtype=dtype, what="intermediate")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["65-256-144-8-2", "700-256-144-4-2"])   # ring, wide
+def test_wgmma_fp16_nvfp4_scales_over_every_e4m3_code(case, monkeypatch):
+    """fp16 NVFP4 makes its scale pairs by cvt (e4m3_pair): w13's and w2's scale
+    bytes redrawn over every finite E4M3 code (zero, the subnormals 0x01..0x07,
+    the negatives, up to 448), the wgmma GEMM (blocks of 8 .. 64 and the wide
+    loop's 128) still matches the reference on every buffer."""
+    from pymoe import geometry as geo
+    from tests.cuda.diff import check_problem
+    from tests.problems import Case, make_problem
+    t, h, i, e, k = (int(v) for v in case.split("-"))
+    monkeypatch.setenv("PYMOE_GEMM", "wgmma")
+    p = make_problem(Case(t, h, i, e, k, dtype="float16", format="nvfp4",
+                          activation="relu2", layout="gate_up", bias=True, seed=t))
+    rng = np.random.default_rng(t)
+    finite = np.setdiff1d(np.arange(256), [0x7F, 0xFF]).astype(np.uint8)
+    for s in (p.experts.w13_scales, p.experts.w2_scales):
+        s[...] = rng.choice(finite, s.shape)
+        s.reshape(-1)[:finite.size] = finite                 # every code at least once
+    assert (geo.select_block_size(t, k, e) == 128) == (t == 700)
+    check_problem(p, device=True)
 
 
 @pytest.mark.gpu

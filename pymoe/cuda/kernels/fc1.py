@@ -143,4 +143,5 @@ def build(key: LaunchKey) -> KernelSpec:
                                "u4[]", sarg, "f4[]", "f4[]", "f4[]", act_code(key.dtype))
                       + extra,
                       nthr, arch_specific=key.gemm == "wgmma",
-                      max_regs=gemm_max_regs(key.gemm, b), dyn_smem=dyn)
+                      max_regs=gemm_max_regs(key.gemm, b, key.router_on_input),
+                      dyn_smem=dyn)

@@ -22,10 +22,11 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   16 bytes of a k-tile (64 K) and decodes word s into k-step s's four A
   registers as they are (common.make_decoder: shifts and masks, FP4 x 2^-126 /
   2^-14), then multiplies them to value x scale in one packed multiply by a
-  table value: bf16 MXFP4 E8M0 x 2^118 (made in registers from the byte,
-  e8m0_pair), NVFP4 E4M3 x 2^116 (bf16) / 2^7 (fp16) (a shared table),
-  the 2^8 / 2^10 / 2^7 left over taken out of the fp32 accumulators at the end;
-  fp16 MXFP4 in two (by 2^14, then the E8M0 value).  Exact where
+  scale pair: bf16 MXFP4 E8M0 x 2^118 and fp16 MXFP4 2^14 x E8M0 (made in
+  registers from the byte, e8m0_pair / f16_pair), fp16 NVFP4 the E4M3 value
+  (cvt, e4m3_pair), bf16 NVFP4 E4M3 x 2^116 from a shared table.  The 2^8 /
+  2^14 / 2^10 left over are taken out of the fp32 accumulators at the end.
+  Exact where
   geometry.wgmma_scale_fold_ok.
 - B: a k-tile's image is 4 k-step images of the block's routes in their
   natural K order (v2 holds each k-step in the fragment's own order), K-major
@@ -81,13 +82,13 @@ from numba import cuda, float32, int32, int64, uint32, uint64
 from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_MTILES, WGMMA_V2_RING,
                          WGMMA_V2_WIDE_RING, LaunchKey, acc_route_words, gemm_threads,
                          is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
-from .common import (M14, M126, TILE_ROWS, Shape, make_decoder, make_pair16,
+from .common import (TILE_ROWS, Shape, make_decoder, make_pair16,
                      make_round_pair, tile_roles)
 from .gemm_mma import make_route_row
 from .intrinsics import SIM
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_async16_z, cp_commit, gaddr,
-                  ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait, min_u16x2, mul2_bf16,
-                  mul2_f16, prmt, smem_u32, sts4)
+                  e4m3x2_f16x2, inf_nan_f16x2, ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait,
+                  min_u16x2, mul2_bf16, mul2_f16, prmt, smem_u32, sts4)
 from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
                     make_wgmma_wait, wgmma_commit, wgmma_desc_sw32, wgmma_fence)
 
@@ -169,15 +170,20 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     kw_tail = kdim % 64 != 0
     decode = make_decoder(key.dtype)
     mul2 = mul2_bf16 if bf16 else mul2_f16
-    bias16 = uint32(M126 if bf16 else M14)
-    # The scale table holds each scale's value x tmul, and the decoded weights
-    # times it are 1 / post of their value until the fp32 accumulators are scaled:
-    # NVFP4 E4M3 x 2^116 (bf16) / 2^7 (fp16) in one multiply; MXFP4 in bf16 E8M0
-    # x 2^118, one multiply (exact for bytes 3 .. 136: geometry.WGMMA_FOLD_BYTES);
-    # MXFP4 in fp16 the value itself, after a multiply by 2^14 (two multiplies).
+    # One packed multiply a pair by its scale (the scale's value x tmul), and
+    # the products are 1 / post of their value until the fp32 accumulators are
+    # scaled (exact where geometry.wgmma_scale_fold_ok):
+    # - bf16 MXFP4 (fold1): E8M0 x 2^118 made in registers (e8m0_pair);
+    # - fp16 MXFP4 (fold16): 2^14 x E8M0 made in registers (f16_pair), so the
+    #   products are the weights' values (bytes 104 .. 128);
+    # - fp16 NVFP4 (e4m3_pair): the E4M3 value by cvt, products x 2^-14;
+    # - bf16 NVFP4 (table): E4M3 x 2^116 from a shared table (E4M3 -> bf16 has
+    #   no conversion instruction on sm_90, and its subnormals no cheap bit path).
     fold1 = bf16 and not nv
+    fold16 = not bf16 and not nv
+    table = nv and bf16
     if nv:
-        tmul, post = (2.0 ** 116, 1024.0) if bf16 else (128.0, 128.0)
+        tmul, post = (2.0 ** 116, 1024.0) if bf16 else (1.0, 2.0 ** 14)
     else:
         tmul, post = (2.0 ** 118, 256.0) if fold1 else (1.0, 1.0)
     tmul, post = float32(tmul), float32(post)
@@ -219,21 +225,39 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return min_u16x2(p * uint32(128) + uint32(0x3B003B00), uint32(0x7FC07FC0))
 
     @cuda.jit(device=True, inline=True)
+    def f16_pair(w, j):
+        """fp16 MXFP4 (fold16): E8M0 byte j of word w as the fp16 pair 2^(byte -
+        113) twice, the decoder's 2^-14 taken back in the same factor: exponent
+        field byte - 98 in each half (byte j broadcast by prmt, then x 1024 -
+        98 x 1024 x 65537 mod 2^32, which leaves each half clean for bytes 99 ..
+        129).  Bytes past 128 (255, NaN: the fold's bytes are 104 .. 128) are
+        clamped to 129, +inf, which inf_nan_f16x2 turns into NaN."""
+        p = min_u16x2(prmt(w, uint32(0), uint32(0x4040 + 0x0101 * j)), uint32(0x00810081))
+        return inf_nan_f16x2(p * uint32(1024) + uint32(0x77FE7800))
+
+    @cuda.jit(device=True, inline=True)
+    def e4m3_pair(w, j):
+        """fp16 NVFP4: E4M3 byte j of word w as an fp16 pair (the value twice:
+        byte j into both bytes of the low half, then cvt)."""
+        return e4m3x2_f16x2(prmt(w, uint32(0), uint32(0x4400 + 0x0011 * j)))
+
+    @cuda.jit(device=True, inline=True)
     def a_regs(ww, st, sa, sc, s2):
         """k-step st's A registers (rows g, g + 8) from word ww, scaled."""
         d0, d1, d2, d3 = decode(ww)
-        if nv:
+        if table:
             fg = s2[(sa >> uint32(8 * st)) & uint32(255)]
             fu = s2[(sc >> uint32(8 * st)) & uint32(255)]
-            return mul2(d0, fg), mul2(d1, fu), mul2(d2, fg), mul2(d3, fu)
-        if fold1:
+        elif nv:
+            fg = e4m3_pair(sa, st)
+            fu = e4m3_pair(sc, st)
+        elif fold1:
             fg = e8m0_pair(sa, st // 2)
             fu = e8m0_pair(sc, st // 2)
-            return mul2(d0, fg), mul2(d1, fu), mul2(d2, fg), mul2(d3, fu)
-        fg = s2[(sa >> uint32(8 * (st // 2))) & uint32(255)]
-        fu = s2[(sc >> uint32(8 * (st // 2))) & uint32(255)]
-        return (mul2(mul2(d0, bias16), fg), mul2(mul2(d1, bias16), fu),
-                mul2(mul2(d2, bias16), fg), mul2(mul2(d3, bias16), fu))
+        else:
+            fg = f16_pair(sa, st // 2)
+            fu = f16_pair(sc, st // 2)
+        return mul2(d0, fg), mul2(d1, fu), mul2(d2, fg), mul2(d3, fu)
 
     @cuda.jit(device=True, inline=True)
     def load8(a, src, avec):
@@ -425,9 +449,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
 
     @cuda.jit(device=True, inline=True)
     def fill_table(s2, lut, tid):
-        """The shared scale table: scale byte -> its 16-bit pair x tmul (every
-        path but fold1's, which makes its scales in registers, e8m0_pair)."""
-        if not fold1:
+        """The shared scale table: scale byte -> its 16-bit pair x tmul (bf16
+        NVFP4 only: the others make their scales in registers)."""
+        if table:
             for i in range(tid, 256, nthr):
                 s2[i] = pair16(lut[i] * float32(4.0) * tmul)
 

@@ -11,6 +11,10 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
                                (sm_90; VIMNMX.U16x2)
     mul2(a, b, dtype)          exact-product packed multiply (bf16x2 via fma with
                                -0, f16x2 via mul.rn); a, b, result: uint32
+    inf_nan_f16x2(a)           fma.rn.f16x2 a x 0 + a: each half a, or NaN where
+                               it is +-inf
+    e4m3x2_f16x2(a)            cvt.rn.f16x2.e4m3x2: the two E4M3 bytes of a's low
+                               half as an fp16 pair, exact (sm_89+)
     mma(a0..a3, b0, b1, c0..c3, dtype) -> (d0, d1, d2, d3)
                                mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}
     h2f(bits) / f2h(f)         fp16 bits <-> float32 (cvt, round to nearest even)
@@ -52,7 +56,7 @@ from llvmlite import ir
 from numba import config, types
 from numba.cuda.extending import intrinsic
 
-__all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_f16", "mma_bf16", "mma_f16", "h2f", "f2h",
+__all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_f16", "inf_nan_f16x2", "e4m3x2_f16x2", "mma_bf16", "mma_f16", "h2f", "f2h",
            "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "ld_g4", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
            "cp_commit", "make_cp_wait", "cp_async16_z", "lds4", "lds2", "lds1", "sts2", "sts4",
@@ -130,6 +134,32 @@ def _make_mul2(text, extra=()):
 # the sign of a zero product, as a multiply would (mul.bf16x2 is sm_90 only).
 mul2_bf16 = _make_mul2("fma.rn.bf16x2 $0, $1, $2, $3;", extra=(0x80008000 - (1 << 32),))
 mul2_f16 = _make_mul2("mul.rn.f16x2 $0, $1, $2;")
+
+
+def _make_unary(text, extra=()):
+    """@intrinsic f(a) -> uint32: one asm statement on a 32-bit register; extra:
+    constant i32 inputs after a (PTX takes no packed immediates)."""
+    @intrinsic
+    def unary(typingctx, a):
+        sig = types.uint32(types.uint32)
+
+        def codegen(context, builder, signature, args):
+            vals = [_u32(context, builder, signature.args[0], args[0])]
+            vals += [ir.Constant(_I32, c) for c in extra]
+            fnty = ir.FunctionType(_I32, [_I32] * len(vals))
+            cons = ",".join(["=r"] + ["r"] * len(vals))
+            return builder.call(ir.InlineAsm(fnty, text, cons), vals)
+
+        return sig, codegen
+    return unary
+
+
+# fma(a, 0, a) on each fp16 half: a where finite, NaN where a is +-inf (inf x 0).
+inf_nan_f16x2 = _make_unary("fma.rn.f16x2 $0, $1, $2, $1;", extra=(0,))
+# The two E4M3 bytes of a's low half as an fp16 pair, exactly (every E4M3 value,
+# subnormals and NaN included, is an fp16 value; sm_89+).
+e4m3x2_f16x2 = _make_unary("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, $1; "
+                           "cvt.rn.f16x2.e4m3x2 $0, lo; }")
 
 
 def _make_mma(ab: str):

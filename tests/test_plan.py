@@ -303,8 +303,9 @@ def test_auto_gemm_choice_by_device_and_weights():
     assert pick("auto", (9, 0), "mxfp4", "bfloat16", (3, 136)) == ("wgmma",)
     assert pick("auto", (9, 0), "mxfp4", "bfloat16", (3, 137)) == ("mma",)
     assert pick("auto", (9, 0), "mxfp4", "bfloat16", (2, 136)) == ("mma",)
-    assert pick("auto", (9, 0), "mxfp4", "float16", (104, 140)) == ("wgmma",)
-    assert pick("auto", (9, 0), "mxfp4", "float16", (103, 140)) == ("mma",)
+    assert pick("auto", (9, 0), "mxfp4", "float16", (104, 128)) == ("wgmma",)
+    assert pick("auto", (9, 0), "mxfp4", "float16", (103, 128)) == ("mma",)
+    assert pick("auto", (9, 0), "mxfp4", "float16", (104, 129)) == ("mma",)
     assert pick("auto", (9, 0), "nvfp4", "float16", (0, 254)) == ("wgmma",)
     assert pick("auto", (9, 0), "mxfp4", "float16", None) == ("wgmma", "mma")
     assert pick("auto", (9, 0), "nvfp4", "float16", None) == ("wgmma",)
@@ -313,7 +314,7 @@ def test_auto_gemm_choice_by_device_and_weights():
     assert pick("wgmma", (9, 0), "mxfp4", "bfloat16", None) == ("wgmma",)
     with pytest.raises(ValueError, match=r"PYMOE_GEMM=wgmma needs an sm_90 GPU .* sm_89"):
         pick("wgmma", (8, 9), "mxfp4", "bfloat16", (120, 130))
-    with pytest.raises(ValueError, match=r"bytes 104\.\.140 .* span 100\.\.130"):
+    with pytest.raises(ValueError, match=r"bytes 104\.\.128 .* span 100\.\.130"):
         pick("wgmma", (9, 0), "mxfp4", "float16", (100, 130))
     with pytest.raises(ValueError, match="gemm variant 'hgmma'"):
         pick("hgmma", (9, 0), "mxfp4", "float16", None)

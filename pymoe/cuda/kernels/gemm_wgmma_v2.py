@@ -26,8 +26,7 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   registers from the byte, e8m0_pair / f16_pair), fp16 NVFP4 the E4M3 value
   (cvt, e4m3_pair), bf16 NVFP4 E4M3 x 2^116 from a shared table.  The 2^8 /
   2^14 / 2^10 left over are taken out of the fp32 accumulators at the end.
-  Exact where
-  geometry.wgmma_scale_fold_ok.
+  Exact where geometry.wgmma_scale_fold_ok.
 - B: a k-tile's image is 4 k-step images of the block's routes in their
   natural K order (v2 holds each k-step in the fragment's own order), K-major
   in the 32-byte swizzle (sbo 256): a route's 16 values of k-step s as 8 words
@@ -174,13 +173,12 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     # the products are 1 / post of their value until the fp32 accumulators are
     # scaled (exact where geometry.wgmma_scale_fold_ok):
     # - bf16 MXFP4 (fold1): E8M0 x 2^118 made in registers (e8m0_pair);
-    # - fp16 MXFP4 (fold16): 2^14 x E8M0 made in registers (f16_pair), so the
+    # - fp16 MXFP4: 2^14 x E8M0 made in registers (f16_pair), so the
     #   products are the weights' values (bytes 104 .. 128);
     # - fp16 NVFP4 (e4m3_pair): the E4M3 value by cvt, products x 2^-14;
     # - bf16 NVFP4 (table): E4M3 x 2^116 from a shared table (E4M3 -> bf16 has
     #   no conversion instruction on sm_90, and its subnormals no cheap bit path).
     fold1 = bf16 and not nv
-    fold16 = not bf16 and not nv
     table = nv and bf16
     if nv:
         tmul, post = (2.0 ** 116, 1024.0) if bf16 else (1.0, 2.0 ** 14)
@@ -226,7 +224,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
 
     @cuda.jit(device=True, inline=True)
     def f16_pair(w, j):
-        """fp16 MXFP4 (fold16): E8M0 byte j of word w as the fp16 pair 2^(byte -
+        """fp16 MXFP4: E8M0 byte j of word w as the fp16 pair 2^(byte -
         113) twice, the decoder's 2^-14 taken back in the same factor: exponent
         field byte - 98 in each half (byte j broadcast by prmt, then x 1024 -
         98 x 1024 x 65537 mod 2^32, which leaves each half clean for bytes 99 ..

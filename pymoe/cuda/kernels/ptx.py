@@ -56,7 +56,8 @@ from llvmlite import ir
 from numba import config, types
 from numba.cuda.extending import intrinsic
 
-__all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_f16", "inf_nan_f16x2", "e4m3x2_f16x2", "mma_bf16", "mma_f16", "h2f", "f2h",
+__all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_f16", "inf_nan_f16x2", "e4m3x2_f16x2",
+           "mma_bf16", "mma_f16", "h2f", "f2h",
            "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "ld_g4", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
            "cp_commit", "make_cp_wait", "cp_async16_z", "lds4", "lds2", "lds1", "sts2", "sts4",
@@ -112,21 +113,24 @@ def min_u16x2(typingctx, a, b):
     return sig, codegen
 
 
+def _asm_codegen(text, extra=()):
+    """codegen of an intrinsic whose uint32 arguments, then the constant i32
+    inputs ``extra`` (PTX takes no packed immediates), feed one asm statement
+    returning a 32-bit register."""
+    def codegen(context, builder, signature, args):
+        vals = [_u32(context, builder, t, v) for t, v in zip(signature.args, args)]
+        vals += [ir.Constant(_I32, c) for c in extra]
+        fnty = ir.FunctionType(_I32, [_I32] * len(vals))
+        cons = ",".join(["=r"] + ["r"] * len(vals))
+        return builder.call(ir.InlineAsm(fnty, text, cons), vals)
+    return codegen
+
+
 def _make_mul2(text, extra=()):
-    """extra: constant i32 inputs appended after a and b (PTX takes no packed
-    immediates)."""
+    """@intrinsic f(a, b) -> uint32 (_asm_codegen)."""
     @intrinsic
     def mul2(typingctx, a, b):
-        sig = types.uint32(types.uint32, types.uint32)
-
-        def codegen(context, builder, signature, args):
-            vals = [_u32(context, builder, t, v) for t, v in zip(signature.args, args)]
-            vals += [ir.Constant(_I32, c) for c in extra]
-            fnty = ir.FunctionType(_I32, [_I32] * len(vals))
-            cons = ",".join(["=r"] + ["r"] * len(vals))
-            return builder.call(ir.InlineAsm(fnty, text, cons), vals)
-
-        return sig, codegen
+        return types.uint32(types.uint32, types.uint32), _asm_codegen(text, extra)
     return mul2
 
 
@@ -137,20 +141,10 @@ mul2_f16 = _make_mul2("mul.rn.f16x2 $0, $1, $2;")
 
 
 def _make_unary(text, extra=()):
-    """@intrinsic f(a) -> uint32: one asm statement on a 32-bit register; extra:
-    constant i32 inputs after a (PTX takes no packed immediates)."""
+    """@intrinsic f(a) -> uint32 (_asm_codegen)."""
     @intrinsic
     def unary(typingctx, a):
-        sig = types.uint32(types.uint32)
-
-        def codegen(context, builder, signature, args):
-            vals = [_u32(context, builder, signature.args[0], args[0])]
-            vals += [ir.Constant(_I32, c) for c in extra]
-            fnty = ir.FunctionType(_I32, [_I32] * len(vals))
-            cons = ",".join(["=r"] + ["r"] * len(vals))
-            return builder.call(ir.InlineAsm(fnty, text, cons), vals)
-
-        return sig, codegen
+        return types.uint32(types.uint32), _asm_codegen(text, extra)
     return unary
 
 

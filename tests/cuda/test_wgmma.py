@@ -628,8 +628,8 @@ def test_block_gemm_b128_matches_reference(case, monkeypatch):
                                   "513-256-144-8-2-128-bfloat16",   # ring at 32 / 64, wide
                                   "129-512-224-128-8-32-float16", "513-256-144-8-2-128-float16"])
 def test_wgmma_nan_scale_stays_nan(case, monkeypatch):
-    """An E8M0 byte 255 (NaN; the fold's range check leaves it out) in w13: the wgmma
-    GEMM, whose MXFP4 scales are made in registers (e8m0_pair; fp16's f16_pair
+    """E8M0 bytes 255 (NaN; the fold's range check leaves them out) in w13: the wgmma
+    GEMM, whose MXFP4 scales are made in registers (e8m0_rows; fp16's f16_pair
     clamps 255 to +inf and turns it into NaN), gives NaN in fc1's intermediate
     exactly where the reference does, and matches it elsewhere (blocks of 32, 64
     and 128 routes: both main loops)."""
@@ -644,6 +644,8 @@ def test_wgmma_nan_scale_stays_nan(case, monkeypatch):
                           activation="silu", layout="gate_up", bias=True, seed=t))
     assert geo.select_block_size(t, k, e) == blk
     p.experts.w13_scales[1, 3, 2] = 255                  # expert 1, gate row 3, K 64..95
+    p.experts.w13_scales[1, i + 5, 1] = 255              # and up row 5, K 32..63: the
+    #   gate and up rows of a column share a scale pair (bf16: e8m0_rows' low and high half)
     _, b, ref, runs = run_problem(p, device=True)
     assert b.regime == "packed" and {key.gemm for key in b.keys[1:3]} == {"wgmma"}
     got = to_f32(runs[0]["intermediate"], dtype)

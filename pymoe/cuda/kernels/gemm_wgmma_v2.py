@@ -23,7 +23,7 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   registers as they are (common.make_decoder: shifts and masks, FP4 x 2^-126 /
   2^-14), then multiplies them to value x scale in one packed multiply by a
   scale pair: bf16 MXFP4 E8M0 x 2^118 and fp16 MXFP4 2^14 x E8M0 (made in
-  registers from the byte, e8m0_pair / f16_pair), fp16 NVFP4 the E4M3 value
+  registers from the byte, e8m0_rows / f16_pair), fp16 NVFP4 the E4M3 value
   (cvt, e4m3_pair), bf16 NVFP4 E4M3 x 2^116 from a shared table.  The 2^8 /
   2^14 / 2^10 left over are taken out of the fp32 accumulators at the end.
   Exact where geometry.wgmma_scale_fold_ok.
@@ -87,7 +87,8 @@ from .gemm_mma import make_route_row
 from .intrinsics import SIM
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_async16_z, cp_commit, gaddr,
                   e4m3x2_f16x2, inf_nan_f16x2, ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait,
-                  min_u16x2, mul2_bf16, mul2_f16, prmt, smem_u32, sts4)
+                  min_u16x2, mul2_bf16, mul2_bf16_hi, mul2_bf16_lo, mul2_f16, prmt, smem_u32,
+                  sts4)
 from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
                     make_wgmma_wait, wgmma_commit, wgmma_desc_sw32, wgmma_fence)
 
@@ -172,7 +173,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     # One packed multiply a pair by its scale (the scale's value x tmul), and
     # the products are 1 / post of their value until the fp32 accumulators are
     # scaled (exact where geometry.wgmma_scale_fold_ok):
-    # - bf16 MXFP4 (fold1): E8M0 x 2^118 made in registers (e8m0_pair);
+    # - bf16 MXFP4 (fold1): E8M0 x 2^118 made in registers, rows g and g + 8
+    #   in one pair (e8m0_rows), each multiply taking its half;
     # - fp16 MXFP4: 2^14 x E8M0 made in registers (f16_pair), so the
     #   products are the weights' values (bytes 104 .. 128);
     # - fp16 NVFP4 (e4m3_pair): the E4M3 value by cvt, products x 2^-14;
@@ -211,15 +213,16 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             cp_async4_g(ss + uint32(4) * tid, ga)
 
     @cuda.jit(device=True, inline=True)
-    def e8m0_pair(w, j):
-        """bf16 MXFP4 (fold1): E8M0 byte j of word w as the scale table's value,
-        made in registers (no shared load on the decode's path): the bf16 pair
-        2^(byte - 9) twice, i.e. exponent field byte + 118 in each half (byte j
-        broadcast by prmt, then x 128 + 118 x 128; no carry between the halves
-        below byte 394).  Byte 255 (NaN) gives 0xBA80, which the unsigned 16-bit
-        min turns into 0x7FC0 (NaN); the fold's bytes 3..136 (field <= 254,
-        0x7F00) pass under it."""
-        p = prmt(w, uint32(0), uint32(0x4040 + 0x0101 * j))
+    def e8m0_rows(w, j):
+        """bf16 MXFP4 (fold1): the factors 2^(byte - 9) of group j for both rows
+        in one bf16 pair, row g's (byte j of w) in the low half, row g + 8's
+        (byte 2 + j) in the high; the multiplies take their half by operand
+        selector (mul2_bf16_lo / _hi).  Each half's exponent field is byte + 118
+        (the bytes placed by prmt, then x 128 + 118 x 128; no carry between the
+        halves below byte 394).  Byte 255 (NaN) gives 0xBA80, which the unsigned
+        16-bit min turns into 0x7FC0 (NaN); the fold's bytes 3..136 (field <=
+        254, 0x7F00) pass under it."""
+        p = prmt(w, uint32(0), uint32(0x4240 + 0x0101 * j))
         return min_u16x2(p * uint32(128) + uint32(0x3B003B00), uint32(0x7FC07FC0))
 
     @cuda.jit(device=True, inline=True)
@@ -250,8 +253,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             fg = e4m3_pair(sa, st)
             fu = e4m3_pair(sc, st)
         elif fold1:
-            fg = e8m0_pair(sa, st // 2)
-            fu = e8m0_pair(sc, st // 2)
+            f = e8m0_rows(sa, st // 2)
+            return (mul2_bf16_lo(d0, f), mul2_bf16_hi(d1, f), mul2_bf16_lo(d2, f),
+                    mul2_bf16_hi(d3, f))
         else:
             fg = f16_pair(sa, st // 2)
             fu = f16_pair(sc, st // 2)

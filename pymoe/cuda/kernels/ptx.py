@@ -11,6 +11,7 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
                                (sm_90; VIMNMX.U16x2)
     mul2(a, b, dtype)          exact-product packed multiply (bf16x2 via fma with
                                -0, f16x2 via mul.rn); a, b, result: uint32
+    mul2_bf16_lo / _hi(a, b)   the bf16 one by b's low / high half on both halves
     inf_nan_f16x2(a)           fma.rn.f16x2 a x 0 + a: each half a, or NaN where
                                it is +-inf
     e4m3x2_f16x2(a)            cvt.rn.f16x2.e4m3x2: the two E4M3 bytes of a's low
@@ -56,7 +57,7 @@ from llvmlite import ir
 from numba import config, types
 from numba.cuda.extending import intrinsic
 
-__all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_f16", "inf_nan_f16x2", "e4m3x2_f16x2",
+__all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_bf16_lo", "mul2_bf16_hi", "mul2_f16", "inf_nan_f16x2", "e4m3x2_f16x2",
            "mma_bf16", "mma_f16", "h2f", "f2h",
            "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "ld_g4", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
@@ -138,6 +139,15 @@ def _make_mul2(text, extra=()):
 # the sign of a zero product, as a multiply would (mul.bf16x2 is sm_90 only).
 mul2_bf16 = _make_mul2("fma.rn.bf16x2 $0, $1, $2, $3;", extra=(0x80008000 - (1 << 32),))
 mul2_f16 = _make_mul2("mul.rn.f16x2 $0, $1, $2;")
+# The same bf16 multiply by one half of b on both halves of a (b = a pair of
+# two rows' scales): the half moved into both by mov, which ptxas folds into the
+# multiply as an operand selector (HFMA2.BF16_V2 ... R.H0_H0 / R.H1_H1).
+mul2_bf16_lo = _make_mul2("{ .reg .b16 l, h; .reg .b32 t; mov.b32 {l, h}, $2; "
+                          "mov.b32 t, {l, l}; fma.rn.bf16x2 $0, $1, t, $3; }",
+                          extra=(0x80008000 - (1 << 32),))
+mul2_bf16_hi = _make_mul2("{ .reg .b16 l, h; .reg .b32 t; mov.b32 {l, h}, $2; "
+                          "mov.b32 t, {h, h}; fma.rn.bf16x2 $0, $1, t, $3; }",
+                          extra=(0x80008000 - (1 << 32),))
 
 
 def _make_unary(text, extra=()):

@@ -495,10 +495,14 @@ def test_wgmma_block_gemm_ptx(fmt, dtype, block):
             assert n64 >= 4 and n64 % 4 == 0, n64
         assert "st.shared.v4.u32" in ptx
         assert ".local" not in ptx
-        # MXFP4 makes its E8M0 scale pairs in registers (e8m0_pair / f16_pair, a
-        # clamp each; fp16's inf -> NaN by fma), fp16 NVFP4 by cvt (e4m3_pair);
-        # only bf16 NVFP4 reads the shared scale table
+        # MXFP4 makes its E8M0 scale pairs in registers (e8m0_rows / f16_rows, a
+        # clamp each; fp16's inf -> NaN by fma), fp16 NVFP4 by cvt (e4m3_rows),
+        # each pair rows g and g + 8 taken by half (operand selectors); only bf16
+        # NVFP4 reads the shared scale table, a pair a row
         assert ("min.u16x2" in ptx) == (fmt == "mxfp4"), key
+        table = fmt == "nvfp4" and dtype == "bfloat16"
+        assert ("mov.b32 t, {h, h}" in ptx) == (not table), key
+        assert ("mov.b32 t, {l, l}" in ptx) == (not table), key
         assert ("cvt.rn.f16x2.e4m3x2" in ptx) == (fmt == "nvfp4" and dtype == "float16"), key
         assert ("fma.rn.f16x2" in ptx) == (fmt == "mxfp4" and dtype == "float16"), key
         # weights by 16-byte cp.async, and the activations too (zero-filled) unless
@@ -629,7 +633,7 @@ def test_block_gemm_b128_matches_reference(case, monkeypatch):
                                   "129-512-224-128-8-32-float16", "513-256-144-8-2-128-float16"])
 def test_wgmma_nan_scale_stays_nan(case, monkeypatch):
     """E8M0 bytes 255 (NaN; the fold's range check leaves them out) in w13: the wgmma
-    GEMM, whose MXFP4 scales are made in registers (e8m0_rows; fp16's f16_pair
+    GEMM, whose MXFP4 scales are made in registers (e8m0_rows; fp16's f16_rows
     clamps 255 to +inf and turns it into NaN), gives NaN in fc1's intermediate
     exactly where the reference does, and matches it elsewhere (blocks of 32, 64
     and 128 routes: both main loops)."""
@@ -659,7 +663,8 @@ def test_wgmma_nan_scale_stays_nan(case, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", ["65-256-144-8-2", "700-256-144-4-2"])   # ring, wide
 def test_wgmma_fp16_nvfp4_scales_over_every_e4m3_code(case, monkeypatch):
-    """fp16 NVFP4 makes its scale pairs by cvt (e4m3_pair): w13's and w2's scale
+    """fp16 NVFP4 makes its scale pairs by cvt (e4m3_rows: rows g and g + 8 in
+    one pair, each multiply taking its half): w13's and w2's scale
     bytes redrawn over every finite E4M3 code (zero, the subnormals 0x01..0x07,
     the negatives, up to 448), the wgmma GEMM (blocks of 8 .. 64 and the wide
     loop's 128) still matches the reference on every buffer."""

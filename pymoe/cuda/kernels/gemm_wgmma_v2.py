@@ -23,8 +23,10 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   registers as they are (common.make_decoder: shifts and masks, FP4 x 2^-126 /
   2^-14), then multiplies them to value x scale in one packed multiply by a
   scale pair: bf16 MXFP4 E8M0 x 2^118 and fp16 MXFP4 2^14 x E8M0 (made in
-  registers from the byte, e8m0_rows / f16_pair), fp16 NVFP4 the E4M3 value
-  (cvt, e4m3_pair), bf16 NVFP4 E4M3 x 2^116 from a shared table.  The 2^8 /
+  registers from the byte, e8m0_rows / f16_rows), fp16 NVFP4 the E4M3 value
+  (cvt, e4m3_rows), bf16 NVFP4 E4M3 x 2^116 from a shared table; except the
+  table, one pair holds both rows' (g, g + 8) factors and each multiply takes
+  its half by operand selector.  The 2^8 /
   2^14 / 2^10 left over are taken out of the fp32 accumulators at the end.
   Exact where geometry.wgmma_scale_fold_ok.
 - B: a k-tile's image is 4 k-step images of the block's routes in their
@@ -87,8 +89,8 @@ from .gemm_mma import make_route_row
 from .intrinsics import SIM
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_async16_z, cp_commit, gaddr,
                   e4m3x2_f16x2, inf_nan_f16x2, ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait,
-                  min_u16x2, mul2_bf16, mul2_bf16_hi, mul2_bf16_lo, mul2_f16, prmt, smem_u32,
-                  sts4)
+                  min_u16x2, mul2_bf16, mul2_bf16_hi, mul2_bf16_lo, mul2_f16, mul2_f16_hi,
+                  mul2_f16_lo, prmt, smem_u32, sts4)
 from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
                     make_wgmma_wait, wgmma_commit, wgmma_desc_sw32, wgmma_fence)
 
@@ -175,9 +177,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     # scaled (exact where geometry.wgmma_scale_fold_ok):
     # - bf16 MXFP4 (fold1): E8M0 x 2^118 made in registers, rows g and g + 8
     #   in one pair (e8m0_rows), each multiply taking its half;
-    # - fp16 MXFP4: 2^14 x E8M0 made in registers (f16_pair), so the
-    #   products are the weights' values (bytes 104 .. 128);
-    # - fp16 NVFP4 (e4m3_pair): the E4M3 value by cvt, products x 2^-14;
+    # - fp16 MXFP4: 2^14 x E8M0 made in registers (f16_rows, both rows), so
+    #   the products are the weights' values (bytes 104 .. 128);
+    # - fp16 NVFP4 (e4m3_rows, both rows): the E4M3 value by cvt, products x 2^-14;
     # - bf16 NVFP4 (table): E4M3 x 2^116 from a shared table (E4M3 -> bf16 has
     #   no conversion instruction on sm_90, and its subnormals no cheap bit path).
     fold1 = bf16 and not nv
@@ -226,21 +228,24 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return min_u16x2(p * uint32(128) + uint32(0x3B003B00), uint32(0x7FC07FC0))
 
     @cuda.jit(device=True, inline=True)
-    def f16_pair(w, j):
-        """fp16 MXFP4: E8M0 byte j of word w as the fp16 pair 2^(byte -
-        113) twice, the decoder's 2^-14 taken back in the same factor: exponent
-        field byte - 98 in each half (byte j broadcast by prmt, then x 1024 -
-        98 x 1024 x 65537 mod 2^32, which leaves each half clean for bytes 99 ..
-        129).  Bytes past 128 (255, NaN: the fold's bytes are 104 .. 128) are
-        clamped to 129, +inf, which inf_nan_f16x2 turns into NaN."""
-        p = min_u16x2(prmt(w, uint32(0), uint32(0x4040 + 0x0101 * j)), uint32(0x00810081))
+    def f16_rows(w, j):
+        """fp16 MXFP4: the factors 2^(byte - 113) of group j for both rows in one
+        fp16 pair (row g's, byte j of w, low; row g + 8's, byte 2 + j, high),
+        the decoder's 2^-14 taken back in the same factor: exponent field byte -
+        98 in each half (the bytes placed by prmt, then x 1024 - 98 x 1024 x
+        65537 mod 2^32, which leaves each half clean, and borrows nothing from
+        the high one, for low bytes 98 .. 129).  Bytes past 128 (255, NaN: the
+        fold's bytes are 104 .. 128) are clamped to 129, +inf, which
+        inf_nan_f16x2 turns into NaN."""
+        p = min_u16x2(prmt(w, uint32(0), uint32(0x4240 + 0x0101 * j)), uint32(0x00810081))
         return inf_nan_f16x2(p * uint32(1024) + uint32(0x77FE7800))
 
     @cuda.jit(device=True, inline=True)
-    def e4m3_pair(w, j):
-        """fp16 NVFP4: E4M3 byte j of word w as an fp16 pair (the value twice:
-        byte j into both bytes of the low half, then cvt)."""
-        return e4m3x2_f16x2(prmt(w, uint32(0), uint32(0x4400 + 0x0011 * j)))
+    def e4m3_rows(wg, wu, st):
+        """fp16 NVFP4: the E4M3 scales of k-step st for both rows as one fp16
+        pair by one cvt: byte st of row g's word wg into the low byte, of row g +
+        8's word wu into the high one (their values, exact)."""
+        return e4m3x2_f16x2(prmt(wg, wu, uint32(0x4400 + st + ((4 + st) << 4))))
 
     @cuda.jit(device=True, inline=True)
     def a_regs(ww, st, sa, sc, s2):
@@ -249,17 +254,13 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         if table:
             fg = s2[(sa >> uint32(8 * st)) & uint32(255)]
             fu = s2[(sc >> uint32(8 * st)) & uint32(255)]
-        elif nv:
-            fg = e4m3_pair(sa, st)
-            fu = e4m3_pair(sc, st)
-        elif fold1:
+            return mul2(d0, fg), mul2(d1, fu), mul2(d2, fg), mul2(d3, fu)
+        if fold1:
             f = e8m0_rows(sa, st // 2)
             return (mul2_bf16_lo(d0, f), mul2_bf16_hi(d1, f), mul2_bf16_lo(d2, f),
                     mul2_bf16_hi(d3, f))
-        else:
-            fg = f16_pair(sa, st // 2)
-            fu = f16_pair(sc, st // 2)
-        return mul2(d0, fg), mul2(d1, fu), mul2(d2, fg), mul2(d3, fu)
+        f = e4m3_rows(sa, sc, st) if nv else f16_rows(sa, st // 2)
+        return mul2_f16_lo(d0, f), mul2_f16_hi(d1, f), mul2_f16_lo(d2, f), mul2_f16_hi(d3, f)
 
     @cuda.jit(device=True, inline=True)
     def load8(a, src, avec):

@@ -11,7 +11,8 @@ these run on a GPU only (the simulator runs the plain GEMM, see gemm.py).
                                (sm_90; VIMNMX.U16x2)
     mul2(a, b, dtype)          exact-product packed multiply (bf16x2 via fma with
                                -0, f16x2 via mul.rn); a, b, result: uint32
-    mul2_bf16_lo / _hi(a, b)   the bf16 one by b's low / high half on both halves
+    mul2_bf16_lo / _hi(a, b)   the bf16 / f16 one by b's low / high half on both
+    mul2_f16_lo / _hi(a, b)    halves of a
     inf_nan_f16x2(a)           fma.rn.f16x2 a x 0 + a: each half a, or NaN where
                                it is +-inf
     e4m3x2_f16x2(a)            cvt.rn.f16x2.e4m3x2: the two E4M3 bytes of a's low
@@ -57,7 +58,8 @@ from llvmlite import ir
 from numba import config, types
 from numba.cuda.extending import intrinsic
 
-__all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_bf16_lo", "mul2_bf16_hi", "mul2_f16", "inf_nan_f16x2", "e4m3x2_f16x2",
+__all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_bf16_lo", "mul2_bf16_hi", "mul2_f16",
+           "mul2_f16_lo", "mul2_f16_hi", "inf_nan_f16x2", "e4m3x2_f16x2",
            "mma_bf16", "mma_f16", "h2f", "f2h",
            "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "ld_g4", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
@@ -145,6 +147,10 @@ mul2_f16 = _make_mul2("mul.rn.f16x2 $0, $1, $2;")
 mul2_bf16_lo = _make_mul2("{ .reg .b16 l, h; .reg .b32 t; mov.b32 {l, h}, $2; "
                           "mov.b32 t, {l, l}; fma.rn.bf16x2 $0, $1, t, $3; }",
                           extra=(0x80008000 - (1 << 32),))
+mul2_f16_lo = _make_mul2("{ .reg .b16 l, h; .reg .b32 t; mov.b32 {l, h}, $2; "
+                         "mov.b32 t, {l, l}; mul.rn.f16x2 $0, $1, t; }")
+mul2_f16_hi = _make_mul2("{ .reg .b16 l, h; .reg .b32 t; mov.b32 {l, h}, $2; "
+                         "mov.b32 t, {h, h}; mul.rn.f16x2 $0, $1, t; }")
 mul2_bf16_hi = _make_mul2("{ .reg .b16 l, h; .reg .b32 t; mov.b32 {l, h}, $2; "
                           "mov.b32 t, {h, h}; fma.rn.bf16x2 $0, $1, t, $3; }",
                           extra=(0x80008000 - (1 << 32),))

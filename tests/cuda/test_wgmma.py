@@ -649,7 +649,7 @@ def test_wgmma_nan_scale_stays_nan(case, monkeypatch):
     assert geo.select_block_size(t, k, e) == blk
     p.experts.w13_scales[1, 3, 2] = 255                  # expert 1, gate row 3, K 64..95
     p.experts.w13_scales[1, i + 5, 1] = 255              # and up row 5, K 32..63: the
-    #   gate and up rows of a column share a scale pair (bf16: e8m0_rows' low and high half)
+    #   gate and up rows of a column share a scale pair (e8m0_rows / f16_rows: its halves)
     _, b, ref, runs = run_problem(p, device=True)
     assert b.regime == "packed" and {key.gemm for key in b.keys[1:3]} == {"wgmma"}
     got = to_f32(runs[0]["intermediate"], dtype)

@@ -139,21 +139,25 @@ def _make_mul2(text, extra=()):
 
 # a*b exactly when the product fits (it does for FP4 x E4M3): fma with -0.0 keeps
 # the sign of a zero product, as a multiply would (mul.bf16x2 is sm_90 only).
-mul2_bf16 = _make_mul2("fma.rn.bf16x2 $0, $1, $2, $3;", extra=(0x80008000 - (1 << 32),))
+_NEG0 = (0x80008000 - (1 << 32),)                 # -0.0 twice, as an i32 constant
+mul2_bf16 = _make_mul2("fma.rn.bf16x2 $0, $1, $2, $3;", extra=_NEG0)
 mul2_f16 = _make_mul2("mul.rn.f16x2 $0, $1, $2;")
-# The same bf16 multiply by one half of b on both halves of a (b = a pair of
-# two rows' scales): the half moved into both by mov, which ptxas folds into the
-# multiply as an operand selector (HFMA2.BF16_V2 ... R.H0_H0 / R.H1_H1).
-mul2_bf16_lo = _make_mul2("{ .reg .b16 l, h; .reg .b32 t; mov.b32 {l, h}, $2; "
-                          "mov.b32 t, {l, l}; fma.rn.bf16x2 $0, $1, t, $3; }",
-                          extra=(0x80008000 - (1 << 32),))
-mul2_f16_lo = _make_mul2("{ .reg .b16 l, h; .reg .b32 t; mov.b32 {l, h}, $2; "
-                         "mov.b32 t, {l, l}; mul.rn.f16x2 $0, $1, t; }")
-mul2_f16_hi = _make_mul2("{ .reg .b16 l, h; .reg .b32 t; mov.b32 {l, h}, $2; "
-                         "mov.b32 t, {h, h}; mul.rn.f16x2 $0, $1, t; }")
-mul2_bf16_hi = _make_mul2("{ .reg .b16 l, h; .reg .b32 t; mov.b32 {l, h}, $2; "
-                          "mov.b32 t, {h, h}; fma.rn.bf16x2 $0, $1, t, $3; }",
-                          extra=(0x80008000 - (1 << 32),))
+
+
+def _by_half(op: str, half: str) -> str:
+    """op with its b operand (t) one half of $2 on both halves: the half moved
+    into both by mov, which ptxas folds into the multiply as an operand selector
+    (HFMA2.BF16_V2 / HMUL2 ... R.H0_H0 / R.H1_H1)."""
+    return ("{ .reg .b16 l, h; .reg .b32 t; mov.b32 {l, h}, $2; "
+            f"mov.b32 t, {{{half}, {half}}}; {op} }}")
+
+
+# The same multiplies by one half of b (a pair of two rows' scales) on both
+# halves of a.
+mul2_bf16_lo = _make_mul2(_by_half("fma.rn.bf16x2 $0, $1, t, $3;", "l"), extra=_NEG0)
+mul2_bf16_hi = _make_mul2(_by_half("fma.rn.bf16x2 $0, $1, t, $3;", "h"), extra=_NEG0)
+mul2_f16_lo = _make_mul2(_by_half("mul.rn.f16x2 $0, $1, t;", "l"))
+mul2_f16_hi = _make_mul2(_by_half("mul.rn.f16x2 $0, $1, t;", "h"))
 
 
 def _make_unary(text, extra=()):

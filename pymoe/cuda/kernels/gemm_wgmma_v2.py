@@ -249,7 +249,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
 
     @cuda.jit(device=True, inline=True)
     def a_regs(ww, st, sa, sc, s2):
-        """k-step st's A registers (rows g, g + 8) from word ww, scaled."""
+        """k-step st's A registers (rows g, g + 8) from word ww, scaled by the
+        scale words sa (MXFP4: both rows) and sc (NVFP4: row g + 8's)."""
         d0, d1, d2, d3 = decode(ww)
         if table:
             fg = s2[(sa >> uint32(8 * st)) & uint32(255)]
@@ -518,15 +519,17 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     @cuda.jit(device=True, inline=True)
     def slot_words(sc, utid, i):
         """(w0, w1, w2, w3, s0, s1): this thread's m-tile i weight words and
-        scale words (NVFP4: rows g and g + 8; MXFP4: both rows in one, s1 its
-        high half) in the ring slot at shared address sc."""
+        scale words (NVFP4: rows g and g + 8; MXFP4: both rows in s0, groups 0
+        / 1 of row g in bytes 0 / 1 and of row g + 8 in bytes 2 / 3, which
+        e8m0_rows / f16_rows take together; s1 unused, 0) in the ring slot at
+        shared address sc."""
         w0, w1, w2, w3 = lds4(sc + uint32(i * nthr * 16) + uint32(16) * utid)
         ss = sc + uint32(WSLOT + i * nthr * 4 * swl)
         if nv:
             s0, s1 = lds2(ss + uint32(8) * utid)
         else:
             s0 = lds1(ss + uint32(4) * utid)
-            s1 = s0 >> uint32(16)
+            s1 = uint32(0)
         return w0, w1, w2, w3, s0, s1
 
     # The ring loop runs whole turns of the ring unrolled, then the last kt_n % ring

@@ -135,9 +135,11 @@ def _ptx_pack():
 def test_ptx_pack_writes_each_bench_key_once(tmp_path):
     """tools/ptx_pack.py pack: one JSON file a LaunchKey the bench would prewarm
     (tiny preset, T = 1: the decode regime's 3 keys), PTX whose .version the
-    H200's driver takes, and keys that rebuild to the same LaunchKey; a second
-    run compiles nothing."""
+    H200's driver takes, keys that rebuild to the same LaunchKey, and the source
+    hash they were compiled from; a second run compiles nothing but an entry
+    of another source."""
     import json
+    from pymoe.cuda import launch
     ptx_pack = _ptx_pack()
     out = tmp_path / "pack"
     cmd = [sys.executable, "tools/ptx_pack.py", "pack", str(out), "--preset", "tiny",
@@ -153,8 +155,16 @@ def test_ptx_pack_writes_each_bench_key_once(tmp_path):
         key = ptx_pack._key_from_json(d["key"])
         assert ptx_pack._key_to_json(key) == d["key"] and key.kernel in f.name
         assert "\n.version 9.0\n" in d["ptx"] and ".entry" in d["ptx"]
+        assert d["src"] == launch._source_hash()
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     assert r.returncode == 0 and "3 keys, 0 compiled now" in r.stdout, r.stdout + r.stderr
+    # an entry of another source is compiled again (install would skip it)
+    d = json.loads(files[0].read_text())
+    assert ptx_pack._fresh(d, d["src"]) and not ptx_pack._fresh(d, "0" * 64)
+    files[0].write_text(json.dumps(dict(d, src="0" * 64)))
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert r.returncode == 0 and "3 keys, 1 compiled now" in r.stdout, r.stdout + r.stderr
+    assert ptx_pack._fresh({"key": d["key"], "ptx": ""}, d["src"])   # unhashed: older packs
 
 
 def test_ptx_pack_peer_layer_keys():

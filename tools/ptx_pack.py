@@ -18,6 +18,8 @@ tests/cuda/test_fuzz.py draws on a GPU; --jobs N compiles N at once.
 install recomputes each key's disk-cache path on the device (its numba, driver
 and the tree's source hash) and writes the entry there, so the bench's prewarm
 reads it from disk.  A key the pack missed is still compiled on the device.
+Each entry records the source hash it was compiled from ("src"); install skips
+entries of another source (an edit after packing), and pack compiles them again.
 
 With `pip install nvidia-nvvm==13.0.88` here, Numba uses the H200's own NVVM
 release (CUDA 13.0, build CL-36424714: PTX ISA 9.0, the same header as the
@@ -56,6 +58,15 @@ def _tree(a) -> None:
     if where != os.path.abspath(a.tree):
         raise SystemExit(f"pymoe imports from {where}, not --tree {a.tree}: run it with "
                          f"PYTHONPATH={a.tree}")
+
+
+def _fresh(d: dict, src: str) -> bool:
+    """Whether a packed entry was compiled from the source whose hash is ``src``
+    (launch._source_hash: pymoe/cuda and geometry.py).  install files every entry
+    under the tree's own hash, so an entry packed before an edit of that source
+    would time the old kernel: such entries are skipped (the device compiles
+    them).  Entries without a hash (packs from before 2026-12-05) pass."""
+    return d.get("src", src) == src
 
 
 def _key_to_json(key) -> dict:
@@ -192,13 +203,16 @@ def pack(a) -> int:
         keys += [k for k in suite_keys() if k not in keys]
     if a.fuzz:
         keys += [k for k in fuzz_keys() if k not in keys]
+    from pymoe.cuda import launch
+    src = launch._source_hash()
     todo = []
     for i, k in enumerate(keys):
         path = os.path.join(a.dir, f"{i:03d}_{k.kernel}.json")
         if os.path.exists(path):
             with open(path) as fh:
-                if json.load(fh)["key"] == _key_to_json(k):
-                    continue                # packed before (another selection: redo)
+                d = json.load(fh)
+            if d["key"] == _key_to_json(k) and d.get("src") == src:
+                continue                # packed before (another selection or source: redo)
         todo.append((path, k))
     n = 0
     release = None
@@ -206,7 +220,7 @@ def pack(a) -> int:
     with ProcessPoolExecutor(max(1, a.jobs)) as ex:
         for (path, k), ptx in zip(todo, ex.map(_compile, [k for _, k in todo])):
             with open(path, "w") as fh:
-                json.dump({"key": _key_to_json(k), "ptx": ptx}, fh)
+                json.dump({"key": _key_to_json(k), "src": src, "ptx": ptx}, fh)
             n += 1
             release = re.search(r"^// Cuda compilation tools, (.*)$", ptx, re.M)
             print(f"packed {path}", flush=True)
@@ -218,10 +232,14 @@ def pack(a) -> int:
 def install(a) -> int:
     _tree(a)
     from pymoe.cuda import launch
-    n = 0
+    src = launch._source_hash()
+    n = stale = 0
     for path in sorted(glob.glob(os.path.join(a.dir, "*.json"))):
         with open(path) as fh:
             d = json.load(fh)
+        if not _fresh(d, src):
+            stale += 1
+            continue
         key = _key_from_json(d["key"])
         dest = launch.cache_path(key)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
@@ -236,7 +254,9 @@ def install(a) -> int:
             if not same and a.check_out:
                 with open(a.check_out, "w") as fh:
                     fh.write(mine)
-    print(f"installed {n} keys from {a.dir} into {launch.cache_dir()}")
+    print(f"installed {n} keys from {a.dir} into {launch.cache_dir()}"
+          + (f"; skipped {stale} packed from another source than --tree {a.tree}'s"
+             if stale else ""))
     return 0
 
 

@@ -1,0 +1,220 @@
+"""Probe: what the decode regime's T = 1 layer could cost at best, in the
+bench's own terms (CUDA-graph replays, L2 flushed before each, medians): the
+graph's entry, a launch boundary, and streaming the layer's expert bytes in one
+kernel or in two (fc1's, then fc2's), with no math at all.
+
+docs/performance.md step 30 fits main's decode times over T = 1, 2, 4 as
+t = a + b x floor: a = 15 us (qwen3-30b-a3b) / 22 us (gpt-oss-120b) that do not
+scale with the bytes, b = 2.1 - 2.7.  This probe splits that into what the
+graph and the launches cost and what streaming the bytes costs with each CTA's
+share in flight through a cp.async ring, for the two shapes a T = 1 layer can
+take:
+    split   two launches like today's decode_fc1 / decode_fc2 (the second one a
+            programmatic dependent that copies its first ring stages before
+            griddepcontrol.wait), then a one-CTA-a-route "combine" launch;
+    fused   one launch of CTAs (expert, I-slice of 64): each reads its slice's
+            gate / up rows of w13 (8 row tiles x H / 64 k-tiles, contiguous in
+            layout v2) and then the slice's k-tile of every w2 row tile (512
+            bytes strided by I / 64 tiles), the shape of a kernel that computes
+            its slice of the intermediate and multiplies it into fc2 at once,
+            leaving fp32 partials a (dependent) combine sums in a fixed order;
+    empty   one launch of one CTA: the graph's entry and exit alone;
+    one     the one-CTA launch twice and three times: what a boundary costs.
+Scales are modelled as 1/16 more bytes (MXFP4: one E8M0 a 32 values), read
+contiguously.  Each warp of 8 copies 512-byte tiles w, w + 8, ... of its CTA's
+list into a ring of DEPTH slots (16 bytes a lane, cp.async.cg), waits for the
+oldest and XORs one word of it (so the copies must land), and writes one word
+at the end; DEPTH 8 / 16 / 24 (32 / 64 / 96 KB of dynamic shared memory a CTA).
+
+    python tools/probe_decode_floor.py --compile   # no GPU: PTX, local ptxas
+    python tools/probe_decode_floor.py             # GPU: the table (about 1 min)
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+
+import numpy as np
+from numba import cuda, uint32, uint64
+
+import probe_common
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from pymoe.cuda.kernels.ptx import (cp_async16_g, cp_commit, gaddr, make_cp_wait,  # noqa: E402
+                                    pdl_trigger, pdl_wait, smem_u32)
+from pymoe.cuda.launch import KernelSpec  # noqa: E402
+
+WARPS = 8
+THREADS = 32 * WARPS
+TILE_WORDS = 128                  # 512 bytes: a v2 tile (16 rows x 64 k of FP4)
+SLICE_TILES = 8                   # w13 row tiles a 64-column I-slice (gate + up)
+DEPTHS = (8, 16, 24)
+# (name, experts E, active experts at T = 1 (top-k), H, I)
+LAYERS = (("qwen3-30b-a3b", 128, 8, 2048, 768),
+          ("gpt-oss-120b", 128, 4, 2880, 2880),
+          ("deepseek-v3", 256, 8, 7168, 2048))
+L2_FLUSH_BYTES = 256 << 20
+REPS = 60
+
+
+def _make(depth: int):
+    wait_old = make_cp_wait(depth - 1)
+    wait0 = make_cp_wait(0)
+
+    @cuda.jit(device=True, inline=True)
+    def tile_word(j, n1, n1s, n2, e, s, kt1, ntr1, ntr2, kt2, w1_scale0, w2_scale0):
+        """(word offset, which buffer) of the CTA's j-th tile: its n1 w13 slice
+        tiles, their n1s scale tiles (w1), its n2 w2 tiles, their scale tiles (w2);
+        the scales of expert e's slice s sit past every expert's weights."""
+        if j < n1:                                   # w13: row tiles s*8 .., all k
+            return uint64(((e * ntr1 + s * SLICE_TILES) * kt1 + j) * TILE_WORDS), 0
+        j -= n1
+        if j < n1s:
+            return uint64(w1_scale0 + ((e * kt2 + s) * n1s + j) * TILE_WORDS), 0
+        j -= n1s
+        if j < n2:                                   # w2: k-tile s of row tile j
+            return uint64(((e * ntr2 + j) * kt2 + s) * TILE_WORDS), 1
+        j -= n2
+        return uint64(w2_scale0 + ((e * kt2 + s) * ((ntr2 + 15) // 16) + j) * TILE_WORDS), 1
+
+    def kernel(w1, w2, ex, nexp, nsl, kt1, ntr1, ntr2, kt2, parts, dep, out):
+        """parts: 1 = w13 share, 2 = w2 share, 3 = both, 0 = nothing (a one-CTA
+        launch); dep: a programmatic dependent (waits after its first copies)."""
+        pdl_trigger()
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        lane = tid % 32
+        c = cuda.blockIdx.x
+        e = int(ex[c // nsl])
+        s = c % nsl
+        ring = cuda.shared.array(0, uint32)
+        base = smem_u32(ring) + uint32((warp * depth * 32 + lane) * 16)
+        n1 = SLICE_TILES * kt1 if parts & 1 else 0
+        n1s = (n1 + 15) // 16
+        n2 = ntr2 if parts & 2 else 0
+        n2s = (n2 + 15) // 16
+        total = n1 + n1s + n2 + n2s
+        w1_scale0 = nexp * ntr1 * kt1 * TILE_WORDS          # past every expert's w13
+        w2_scale0 = nexp * ntr2 * kt2 * TILE_WORDS
+        acc = uint32(0)
+        mine = (total - warp + WARPS - 1) // WARPS if warp < total else 0
+        waited = dep == 0
+        for i in range(mine + depth - 1):
+            if i < mine:
+                j = warp + i * WARPS
+                off, which = tile_word(j, n1, n1s, n2, e, s, kt1, ntr1, ntr2, kt2, w1_scale0,
+                                       w2_scale0)
+                src = w2 if which else w1
+                cp_async16_g(base + uint32((i % depth) * 32 * 16), gaddr(src, off + lane * 4))
+            cp_commit()
+            if i >= depth - 1:
+                if not waited:
+                    pdl_wait()
+                    waited = True
+                wait_old()
+                q = i - (depth - 1)
+                acc ^= ring[(warp * depth * 32 + lane) * 4 + (q % depth) * 128]
+        wait0()
+        if not waited:
+            pdl_wait()
+        out[c * THREADS + tid] = acc
+
+    return KernelSpec(kernel, ("u4[]", "u4[]", "i4[]", "i8", "i8", "i8", "i8", "i8", "i8",
+                               "i8", "i8", "u4[]"), THREADS, dyn_smem=WARPS * depth * 512)
+
+
+SPECS = {f"decode_floor_d{d}": _make(d) for d in DEPTHS}
+
+
+def compile_only() -> int:
+    import re
+    for name, _ptx, sass in probe_common.compiled(SPECS):
+        print(f"  {name}: LDGSTS {len(re.findall('LDGSTS', sass))} (static)")
+    return 0
+
+
+def run_gpu() -> int:
+    import cupy as cp
+    from pymoe.bench import device_copy_bandwidth
+    from pymoe.cuda.launch import load_spec
+    ks = {d: load_spec(SPECS[f"decode_floor_d{d}"]) for d in DEPTHS}
+    bw = device_copy_bandwidth()
+    rng = np.random.default_rng(0)
+    s = cp.cuda.Stream(non_blocking=True)
+    flush = cp.empty(L2_FLUSH_BYTES, cp.uint8)
+    out = cp.empty(1 << 20, cp.uint32)
+    rows = []
+
+    def timed(launches):
+        """Median us of graph replays of ``launches`` (callables taking the stream)."""
+        with s:
+            for f in launches:
+                f(s)
+            s.synchronize()
+            s.begin_capture()
+            for f in launches:
+                f(s)
+            g = s.end_capture()
+        ts = []
+        for r in range(REPS):
+            with s:
+                flush.fill(r & 0xFF)
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record(s)
+            g.launch(s)
+            e1.record(s)
+            e1.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3)
+        return statistics.median(ts)
+
+    k8 = ks[DEPTHS[0]]
+    one = cp.zeros(1, cp.int32)
+
+    def tiny(dep):
+        def f(st):
+            k8.prepare((1,), (out, out, one, 1, 1, 1, 1, 1, 1, 0, int(dep), out),
+                       dependent=dep)(st)
+        return f
+    rows.append(("-", "empty (1 launch)", timed([tiny(False)]), float("nan")))
+    rows.append(("-", "2 launches", timed([tiny(False), tiny(False)]), float("nan")))
+    rows.append(("-", "3 launches", timed([tiny(False)] * 3), float("nan")))
+    rows.append(("-", "3 launches, 2 dependent", timed([tiny(False), tiny(True), tiny(True)]),
+                 float("nan")))
+    for name, E, act, H, I in LAYERS:
+        kt1, ntr1, ntr2, kt2 = H // 64, 2 * I // 16, H // 16, I // 64
+        w1 = cp.asarray(rng.integers(0, 2 ** 32, ntr1 * kt1 * TILE_WORDS * (E + E // 16 + 2),
+                                     dtype=np.uint32))
+        w2 = cp.asarray(rng.integers(0, 2 ** 32, ntr2 * kt2 * TILE_WORDS * (E + E // 16 + 2),
+                                     dtype=np.uint32))
+        ex = cp.asarray(rng.choice(E, act, replace=False).astype(np.int32))
+        nbytes = act * (ntr1 * kt1 + ntr2 * kt2) * 512 * 17 / 16
+        floor = nbytes / (bw / 2) * 1e6
+        grid = act * kt2
+        for d in DEPTHS:
+            k = ks[d]
+
+            def launch(parts, dep, k=k):
+                def f(st):
+                    k.prepare((grid,), (w1, w2, ex, E, kt2, kt1, ntr1, ntr2, kt2, parts,
+                                        int(dep), out), dependent=dep)(st)
+                return f
+            rows.append((name, f"fused d{d} ({grid} CTAs)",
+                         timed([launch(3, False)]), floor))
+            rows.append((name, f"fused d{d} + combine",
+                         timed([launch(3, False), tiny(True)]), floor))
+            rows.append((name, f"split d{d} + combine",
+                         timed([launch(1, False), launch(2, True), tiny(True)]), floor))
+            rows.append((name, f"split d{d}, no PDL",
+                         timed([launch(1, False), launch(2, False), tiny(False)]), floor))
+        del w1, w2
+    print(f"copy bandwidth {bw / 1e12:.2f} TB/s (read + write)")
+    print(f"{'layer':16s} {'what':32s} {'us':>8s} {'floor us':>9s}")
+    for name, what, us, floor in rows:
+        print(f"{name:16s} {what:32s} {us:8.1f} {floor:9.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(probe_common.main(__doc__, compile_only, run_gpu))

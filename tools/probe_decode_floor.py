@@ -42,8 +42,9 @@ import probe_common
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from pymoe.cuda.kernels.intrinsics import SIM  # noqa: E402
 from pymoe.cuda.kernels.ptx import (cp_async16_g, cp_commit, gaddr, make_cp_wait,  # noqa: E402
-                                    pdl_trigger, pdl_wait, smem_u32)
+                                    lds1, pdl_trigger, pdl_wait, smem_u32)
 from pymoe.cuda.launch import KernelSpec  # noqa: E402
 
 WARPS = 8
@@ -61,6 +62,10 @@ REPS = 60
 
 def _make(depth: int):
     wait_old = make_cp_wait(depth - 1)
+    # the ring: dynamic shared memory on the GPU; a static array in the simulator,
+    # whose fake shared addresses (ptx.smem_u32) are keyed by the array object
+    # (there a copy lands in the thread's own table, which lds1 reads)
+    ring_n = WARPS * depth * 128 if SIM else 0
     wait0 = make_cp_wait(0)
 
     @cuda.jit(device=True, inline=True)
@@ -89,7 +94,7 @@ def _make(depth: int):
         c = cuda.blockIdx.x
         e = int(ex[c // nsl])
         s = c % nsl
-        ring = cuda.shared.array(0, uint32)
+        ring = cuda.shared.array(ring_n, uint32)
         base = smem_u32(ring) + uint32((warp * depth * 32 + lane) * 16)
         n1 = SLICE_TILES * kt1 if parts & 1 else 0
         n1s = (n1 + 15) // 16
@@ -115,14 +120,15 @@ def _make(depth: int):
                     waited = True
                 wait_old()
                 q = i - (depth - 1)
-                acc ^= ring[(warp * depth * 32 + lane) * 4 + (q % depth) * 128]
+                acc ^= lds1(base + uint32((q % depth) * 32 * 16))
         wait0()
         if not waited:
             pdl_wait()
         out[c * THREADS + tid] = acc
 
     return KernelSpec(kernel, ("u4[]", "u4[]", "i4[]", "i8", "i8", "i8", "i8", "i8", "i8",
-                               "i8", "i8", "u4[]"), THREADS, dyn_smem=WARPS * depth * 512)
+                               "i8", "i8", "u4[]"), THREADS,
+                      dyn_smem=0 if SIM else WARPS * depth * 512)
 
 
 SPECS = {f"decode_floor_d{d}": _make(d) for d in DEPTHS}

@@ -190,10 +190,12 @@ def run_gpu() -> int:
                  float("nan")))
     for name, E, act, H, I in LAYERS:
         kt1, ntr1, ntr2, kt2 = H // 64, 2 * I // 16, H // 16, I // 64
-        w1 = cp.asarray(rng.integers(0, 2 ** 32, ntr1 * kt1 * TILE_WORDS * (E + E // 16 + 2),
-                                     dtype=np.uint32))
-        w2 = cp.asarray(rng.integers(0, 2 ** 32, ntr2 * kt2 * TILE_WORDS * (E + E // 16 + 2),
-                                     dtype=np.uint32))
+        # every expert's weights and scale tiles (4 GB + 2 GB for deepseek-v3), made
+        # on the device: distinct words (a multiplicative hash of the index)
+        w1 = cp.arange(ntr1 * kt1 * TILE_WORDS * (E + E // 16 + 2), dtype=cp.uint32)
+        w1 *= cp.uint32(2654435761)
+        w2 = cp.arange(ntr2 * kt2 * TILE_WORDS * (E + E // 16 + 2), dtype=cp.uint32)
+        w2 *= cp.uint32(2246822519)
         ex = cp.asarray(rng.choice(E, act, replace=False).astype(np.int32))
         nbytes = act * (ntr1 * kt1 + ntr2 * kt2) * 512 * 17 / 16
         floor = nbytes / (bw / 2) * 1e6

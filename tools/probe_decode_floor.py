@@ -12,7 +12,8 @@ take:
     split   two launches like today's decode_fc1 / decode_fc2 (the second one a
             programmatic dependent that copies its first ring stages before
             griddepcontrol.wait), then a one-CTA-a-route "combine" launch;
-    fused   one launch of CTAs (expert, I-slice of 64): each reads its slice's
+    fused   one launch of CTAs (expert, I-slice of 64; "half": of 32, each CTA
+            4 w13 row tiles and 8 bytes a lane of each w2 tile): each reads its slice's
             gate / up rows of w13 (8 row tiles x H / 64 k-tiles, contiguous in
             layout v2) and then the slice's k-tile of every w2 row tile (512
             bytes strided by I / 64 tiles), the shape of a kernel that computes
@@ -43,7 +44,7 @@ import probe_common
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pymoe.cuda.kernels.intrinsics import SIM  # noqa: E402
-from pymoe.cuda.kernels.ptx import (cp_async16_g, cp_commit, gaddr, make_cp_wait,  # noqa: E402
+from pymoe.cuda.kernels.ptx import (cp_async8_g, cp_async16_g, cp_commit, gaddr, make_cp_wait,  # noqa: E402
                                     lds1, pdl_trigger, pdl_wait, smem_u32)
 from pymoe.cuda.launch import KernelSpec  # noqa: E402
 
@@ -69,37 +70,44 @@ def _make(depth: int):
     wait0 = make_cp_wait(0)
 
     @cuda.jit(device=True, inline=True)
-    def tile_word(j, n1, n1s, n2, e, s, kt1, ntr1, ntr2, kt2, w1_scale0, w2_scale0):
+    def tile_word(j, n1, n1s, n2, n2s, e, s, h, sub, kt1, ntr1, ntr2, kt2, w1_scale0,
+                  w2_scale0):
         """(word offset, which buffer) of the CTA's j-th tile: its n1 w13 slice
-        tiles, their n1s scale tiles (w1), its n2 w2 tiles, their scale tiles (w2);
-        the scales of expert e's slice s sit past every expert's weights."""
-        if j < n1:                                   # w13: row tiles s*8 .., all k
-            return uint64(((e * ntr1 + s * SLICE_TILES) * kt1 + j) * TILE_WORDS), 0
+        tiles, their n1s scale tiles (w1), its n2 w2 tiles, their n2s scale tiles
+        (w2); the scales of expert e's slice (s, h) sit past every expert's
+        weights.  A w2 tile of a half slice (sub 2) is its half h of the words."""
+        if j < n1:                                   # w13: the slice's row tiles, all k
+            return uint64(((e * ntr1 + s * SLICE_TILES + h * n1 // kt1) * kt1 + j)
+                          * TILE_WORDS), 0
         j -= n1
+        q = (e * kt2 + s) * sub + h
         if j < n1s:
-            return uint64(w1_scale0 + ((e * kt2 + s) * n1s + j) * TILE_WORDS), 0
+            return uint64(w1_scale0 + (q * n1s + j) * TILE_WORDS), 0
         j -= n1s
         if j < n2:                                   # w2: k-tile s of row tile j
-            return uint64(((e * ntr2 + j) * kt2 + s) * TILE_WORDS), 1
+            return uint64(((e * ntr2 + j) * kt2 + s) * TILE_WORDS + h * (4 // sub)), sub
         j -= n2
-        return uint64(w2_scale0 + ((e * kt2 + s) * ((ntr2 + 15) // 16) + j) * TILE_WORDS), 1
+        return uint64(w2_scale0 + (q * n2s + j) * TILE_WORDS), 1
 
-    def kernel(w1, w2, ex, nexp, nsl, kt1, ntr1, ntr2, kt2, parts, dep, out):
+    def kernel(w1, w2, ex, nexp, nsl, sub, kt1, ntr1, ntr2, kt2, parts, dep, out):
         """parts: 1 = w13 share, 2 = w2 share, 3 = both, 0 = nothing (a one-CTA
-        launch); dep: a programmatic dependent (waits after its first copies)."""
+        launch); dep: a programmatic dependent (waits after its first copies);
+        sub: 1 = a CTA an I-slice of 64, 2 = a CTA a half slice (4 w13 row tiles,
+        8 bytes a lane of each w2 tile)."""
         pdl_trigger()
         tid = cuda.threadIdx.x
         warp = tid // 32
         lane = tid % 32
         c = cuda.blockIdx.x
-        e = int(ex[c // nsl])
-        s = c % nsl
+        e = int(ex[c // (nsl * sub)])
+        s = (c // sub) % nsl
+        h = c % sub
         ring = cuda.shared.array(ring_n, uint32)
         base = smem_u32(ring) + uint32((warp * depth * 32 + lane) * 16)
-        n1 = SLICE_TILES * kt1 if parts & 1 else 0
+        n1 = SLICE_TILES // sub * kt1 if parts & 1 else 0
         n1s = (n1 + 15) // 16
         n2 = ntr2 if parts & 2 else 0
-        n2s = (n2 + 15) // 16
+        n2s = (n2 + 16 * sub - 1) // (16 * sub)
         total = n1 + n1s + n2 + n2s
         w1_scale0 = nexp * ntr1 * kt1 * TILE_WORDS          # past every expert's w13
         w2_scale0 = nexp * ntr2 * kt2 * TILE_WORDS
@@ -109,10 +117,15 @@ def _make(depth: int):
         for i in range(mine + depth - 1):
             if i < mine:
                 j = warp + i * WARPS
-                off, which = tile_word(j, n1, n1s, n2, e, s, kt1, ntr1, ntr2, kt2, w1_scale0,
-                                       w2_scale0)
-                src = w2 if which else w1
-                cp_async16_g(base + uint32((i % depth) * 32 * 16), gaddr(src, off + lane * 4))
+                off, which = tile_word(j, n1, n1s, n2, n2s, e, s, h, sub, kt1, ntr1, ntr2,
+                                       kt2, w1_scale0, w2_scale0)
+                slot = base + uint32((i % depth) * 32 * 16)
+                if which == 0:
+                    cp_async16_g(slot, gaddr(w1, off + lane * 4))
+                elif which == 1:
+                    cp_async16_g(slot, gaddr(w2, off + lane * 4))
+                else:
+                    cp_async8_g(slot, gaddr(w2, off + lane * 4))
             cp_commit()
             if i >= depth - 1:
                 if not waited:
@@ -127,7 +140,7 @@ def _make(depth: int):
         out[c * THREADS + tid] = acc
 
     return KernelSpec(kernel, ("u4[]", "u4[]", "i4[]", "i8", "i8", "i8", "i8", "i8", "i8",
-                               "i8", "i8", "u4[]"), THREADS,
+                               "i8", "i8", "i8", "u4[]"), THREADS,
                       dyn_smem=0 if SIM else WARPS * depth * 512)
 
 
@@ -180,7 +193,7 @@ def run_gpu() -> int:
 
     def tiny(dep):
         def f(st):
-            k8.prepare((1,), (out, out, one, 1, 1, 1, 1, 1, 1, 0, int(dep), out),
+            k8.prepare((1,), (out, out, one, 1, 1, 1, 1, 1, 1, 1, 0, int(dep), out),
                        dependent=dep)(st)
         return f
     rows.append(("-", "empty (1 launch)", timed([tiny(False)]), float("nan")))
@@ -203,15 +216,19 @@ def run_gpu() -> int:
         for d in DEPTHS:
             k = ks[d]
 
-            def launch(parts, dep, k=k):
+            def launch(parts, dep, sub=1, k=k):
                 def f(st):
-                    k.prepare((grid,), (w1, w2, ex, E, kt2, kt1, ntr1, ntr2, kt2, parts,
-                                        int(dep), out), dependent=dep)(st)
+                    k.prepare((grid * sub,), (w1, w2, ex, E, kt2, sub, kt1, ntr1, ntr2, kt2,
+                                              parts, int(dep), out), dependent=dep)(st)
                 return f
             rows.append((name, f"fused d{d} ({grid} CTAs)",
                          timed([launch(3, False)]), floor))
             rows.append((name, f"fused d{d} + combine",
                          timed([launch(3, False), tiny(True)]), floor))
+            rows.append((name, f"fused half d{d} ({2 * grid} CTAs)",
+                         timed([launch(3, False, 2)]), floor))
+            rows.append((name, f"fused half d{d} + combine",
+                         timed([launch(3, False, 2), tiny(True)]), floor))
             rows.append((name, f"split d{d} + combine",
                          timed([launch(1, False), launch(2, True), tiny(True)]), floor))
             rows.append((name, f"split d{d}, no PDL",

@@ -21,17 +21,20 @@ def floor_probe():
         sys.path.pop(0)
 
 
-def _expected(p, w1, w2, ex, E, kt1, ntr1, ntr2, kt2, parts, c):
-    """Per (warp, lane): the XOR of word lane*4 of the CTA's tiles w, w + 8, ..."""
+def _expected(p, w1, w2, ex, E, kt1, ntr1, ntr2, kt2, parts, sub, c):
+    """Per (warp, lane): the XOR of word lane*4 of the CTA's tiles w, w + 8, ...
+    (of a half slice's w2 tiles, the first word of its half)"""
     tw = p.TILE_WORDS
-    e, s = int(ex[c // kt2]), c % kt2
-    n1 = p.SLICE_TILES * kt1 if parts & 1 else 0
+    e, s, h = int(ex[c // (kt2 * sub)]), (c // sub) % kt2, c % sub
+    rt = p.SLICE_TILES // sub
+    n1 = rt * kt1 if parts & 1 else 0
     n2 = ntr2 if parts & 2 else 0
-    n1s, n2s = -(-n1 // 16), -(-n2 // 16)
-    tiles = ([(w1, ((e * ntr1 + s * p.SLICE_TILES) * kt1 + j) * tw) for j in range(n1)]
-             + [(w1, E * ntr1 * kt1 * tw + ((e * kt2 + s) * n1s + j) * tw) for j in range(n1s)]
-             + [(w2, ((e * ntr2 + j) * kt2 + s) * tw) for j in range(n2)]
-             + [(w2, E * ntr2 * kt2 * tw + ((e * kt2 + s) * n2s + j) * tw) for j in range(n2s)])
+    n1s, n2s = -(-n1 // 16), -(-n2 // (16 * sub))
+    q = (e * kt2 + s) * sub + h
+    tiles = ([(w1, ((e * ntr1 + s * p.SLICE_TILES + h * rt) * kt1 + j) * tw) for j in range(n1)]
+             + [(w1, E * ntr1 * kt1 * tw + (q * n1s + j) * tw) for j in range(n1s)]
+             + [(w2, ((e * ntr2 + j) * kt2 + s) * tw + h * (4 // sub)) for j in range(n2)]
+             + [(w2, E * ntr2 * kt2 * tw + (q * n2s + j) * tw) for j in range(n2s)])
     want = np.zeros(p.THREADS, np.uint32)
     for w in range(p.WARPS):
         for b, off in tiles[w::p.WARPS]:
@@ -39,8 +42,8 @@ def _expected(p, w1, w2, ex, E, kt1, ntr1, ntr2, kt2, parts, c):
     return want
 
 
-@pytest.mark.parametrize("parts,dep", [(3, 0), (1, 0), (2, 1)])
-def test_decode_floor_probe_reads_each_ctas_slice(floor_probe, parts, dep):
+@pytest.mark.parametrize("parts,dep,sub", [(3, 0, 1), (1, 0, 1), (2, 1, 1), (3, 0, 2)])
+def test_decode_floor_probe_reads_each_ctas_slice(floor_probe, parts, dep, sub):
     from pymoe.cuda.launch import load_spec
     p = floor_probe
     k = load_spec(p.SPECS[f"decode_floor_d{p.DEPTHS[0]}"])
@@ -50,9 +53,9 @@ def test_decode_floor_probe_reads_each_ctas_slice(floor_probe, parts, dep):
     w1 = rng.integers(0, 2 ** 32, ntr1 * kt1 * p.TILE_WORDS * (E + E // 16 + 2), dtype=np.uint32)
     w2 = rng.integers(0, 2 ** 32, ntr2 * kt2 * p.TILE_WORDS * (E + E // 16 + 2), dtype=np.uint32)
     ex = np.array([3, 0], np.int32)
-    grid = len(ex) * kt2
+    grid = len(ex) * kt2 * sub
     out = np.full(grid * p.THREADS, 0xDEADBEEF, np.uint32)
-    k.launch((grid,), (w1, w2, ex, E, kt2, kt1, ntr1, ntr2, kt2, parts, dep, out))
+    k.launch((grid,), (w1, w2, ex, E, kt2, sub, kt1, ntr1, ntr2, kt2, parts, dep, out))
     for c in range(grid):
-        want = _expected(p, w1, w2, ex, E, kt1, ntr1, ntr2, kt2, parts, c)
+        want = _expected(p, w1, w2, ex, E, kt1, ntr1, ntr2, kt2, parts, sub, c)
         np.testing.assert_array_equal(out[c * p.THREADS:(c + 1) * p.THREADS], want)

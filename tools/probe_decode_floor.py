@@ -11,7 +11,7 @@ share in flight through a cp.async ring, for the two shapes a T = 1 layer can
 take:
     split   two launches like today's decode_fc1 / decode_fc2 (the second one a
             programmatic dependent that copies its first ring stages before
-            griddepcontrol.wait), then a one-CTA-a-route "combine" launch;
+            griddepcontrol.wait), then a one-CTA "combine" launch (dependent);
     fused   one launch of CTAs (expert, I-slice of 64; "half": of 32, each CTA
             4 w13 row tiles and 8 bytes a lane of each w2 tile): each reads its slice's
             gate / up rows of w13 (8 row tiles x H / 64 k-tiles, contiguous in
@@ -57,7 +57,6 @@ DEPTHS = (8, 16, 24)
 LAYERS = (("qwen3-30b-a3b", 128, 8, 2048, 768),
           ("gpt-oss-120b", 128, 4, 2880, 2880),
           ("deepseek-v3", 256, 8, 7168, 2048))
-L2_FLUSH_BYTES = 256 << 20
 REPS = 60
 
 
@@ -77,8 +76,8 @@ def _make(depth: int):
         (w2); the scales of expert e's slice (s, h) sit past every expert's
         weights.  A w2 tile of a half slice (sub 2) is its half h of the words."""
         if j < n1:                                   # w13: the slice's row tiles, all k
-            return uint64(((e * ntr1 + s * SLICE_TILES + h * n1 // kt1) * kt1 + j)
-                          * TILE_WORDS), 0
+            return uint64(((e * ntr1 + s * SLICE_TILES + h * (SLICE_TILES // sub)) * kt1
+                           + j) * TILE_WORDS), 0
         j -= n1
         q = (e * kt2 + s) * sub + h
         if j < n1s:
@@ -156,7 +155,7 @@ def compile_only() -> int:
 
 def run_gpu() -> int:
     import cupy as cp
-    from pymoe.bench import device_copy_bandwidth
+    from pymoe.bench import L2_FLUSH_BYTES, device_copy_bandwidth
     from pymoe.cuda.launch import load_spec
     ks = {d: load_spec(SPECS[f"decode_floor_d{d}"]) for d in DEPTHS}
     bw = device_copy_bandwidth()

@@ -163,7 +163,13 @@ def run_gpu() -> int:
     s = cp.cuda.Stream(non_blocking=True)
     flush = cp.empty(L2_FLUSH_BYTES, cp.uint8)
     out = cp.empty(1 << 20, cp.uint32)
-    rows = []
+    print(f"copy bandwidth {bw / 1e12:.2f} TB/s (read + write)")
+    print(f"{'layer':16s} {'what':32s} {'us':>8s} {'floor us':>9s}", flush=True)
+
+    def row(r):
+        """Print a row as soon as it is measured (a fault then shows where it struck)."""
+        name, what, us, floor = r
+        print(f"{name:16s} {what:32s} {us:8.1f} {floor:9.1f}", flush=True)
 
     def timed(launches):
         """Median us of graph replays of ``launches`` (callables taking the stream)."""
@@ -195,10 +201,10 @@ def run_gpu() -> int:
             k8.prepare((1,), (out, out, one, 1, 1, 1, 1, 1, 1, 1, 0, int(dep), out),
                        dependent=dep)(st)
         return f
-    rows.append(("-", "empty (1 launch)", timed([tiny(False)]), float("nan")))
-    rows.append(("-", "2 launches", timed([tiny(False), tiny(False)]), float("nan")))
-    rows.append(("-", "3 launches", timed([tiny(False)] * 3), float("nan")))
-    rows.append(("-", "3 launches, 2 dependent", timed([tiny(False), tiny(True), tiny(True)]),
+    row(("-", "empty (1 launch)", timed([tiny(False)]), float("nan")))
+    row(("-", "2 launches", timed([tiny(False), tiny(False)]), float("nan")))
+    row(("-", "3 launches", timed([tiny(False)] * 3), float("nan")))
+    row(("-", "3 launches, 2 dependent", timed([tiny(False), tiny(True), tiny(True)]),
                  float("nan")))
     for name, E, act, H, I in LAYERS:
         kt1, ntr1, ntr2, kt2 = H // 64, 2 * I // 16, H // 16, I // 64
@@ -220,23 +226,19 @@ def run_gpu() -> int:
                     k.prepare((grid * sub,), (w1, w2, ex, E, kt2, sub, kt1, ntr1, ntr2, kt2,
                                               parts, int(dep), out), dependent=dep)(st)
                 return f
-            rows.append((name, f"fused d{d} ({grid} CTAs)",
+            row((name, f"fused d{d} ({grid} CTAs)",
                          timed([launch(3, False)]), floor))
-            rows.append((name, f"fused d{d} + combine",
+            row((name, f"fused d{d} + combine",
                          timed([launch(3, False), tiny(True)]), floor))
-            rows.append((name, f"fused half d{d} ({2 * grid} CTAs)",
+            row((name, f"fused half d{d} ({2 * grid} CTAs)",
                          timed([launch(3, False, 2)]), floor))
-            rows.append((name, f"fused half d{d} + combine",
+            row((name, f"fused half d{d} + combine",
                          timed([launch(3, False, 2), tiny(True)]), floor))
-            rows.append((name, f"split d{d} + combine",
+            row((name, f"split d{d} + combine",
                          timed([launch(1, False), launch(2, True), tiny(True)]), floor))
-            rows.append((name, f"split d{d}, no PDL",
+            row((name, f"split d{d}, no PDL",
                          timed([launch(1, False), launch(2, False), tiny(False)]), floor))
         del w1, w2
-    print(f"copy bandwidth {bw / 1e12:.2f} TB/s (read + write)")
-    print(f"{'layer':16s} {'what':32s} {'us':>8s} {'floor us':>9s}")
-    for name, what, us, floor in rows:
-        print(f"{name:16s} {what:32s} {us:8.1f} {floor:9.1f}")
     return 0
 
 

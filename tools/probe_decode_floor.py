@@ -205,7 +205,7 @@ def run_gpu() -> int:
     row(("-", "2 launches", timed([tiny(False), tiny(False)]), float("nan")))
     row(("-", "3 launches", timed([tiny(False)] * 3), float("nan")))
     row(("-", "3 launches, 2 dependent", timed([tiny(False), tiny(True), tiny(True)]),
-                 float("nan")))
+         float("nan")))
     for name, E, act, H, I in LAYERS:
         kt1, ntr1, ntr2, kt2 = H // 64, 2 * I // 16, H // 16, I // 64
         # every expert's weights and scale tiles (4 GB + 2 GB for deepseek-v3), made
@@ -227,17 +227,17 @@ def run_gpu() -> int:
                                               parts, int(dep), out), dependent=dep)(st)
                 return f
             row((name, f"fused d{d} ({grid} CTAs)",
-                         timed([launch(3, False)]), floor))
+                 timed([launch(3, False)]), floor))
             row((name, f"fused d{d} + combine",
-                         timed([launch(3, False), tiny(True)]), floor))
+                 timed([launch(3, False), tiny(True)]), floor))
             row((name, f"fused half d{d} ({2 * grid} CTAs)",
-                         timed([launch(3, False, 2)]), floor))
+                 timed([launch(3, False, 2)]), floor))
             row((name, f"fused half d{d} + combine",
-                         timed([launch(3, False, 2), tiny(True)]), floor))
+                 timed([launch(3, False, 2), tiny(True)]), floor))
             row((name, f"split d{d} + combine",
-                         timed([launch(1, False), launch(2, True), tiny(True)]), floor))
+                 timed([launch(1, False), launch(2, True), tiny(True)]), floor))
             row((name, f"split d{d}, no PDL",
-                         timed([launch(1, False), launch(2, False), tiny(False)]), floor))
+                 timed([launch(1, False), launch(2, False), tiny(False)]), floor))
         del w1, w2
     return 0
 

@@ -166,9 +166,8 @@ def run_gpu() -> int:
     print(f"copy bandwidth {bw / 1e12:.2f} TB/s (read + write)")
     print(f"{'layer':16s} {'what':32s} {'us':>8s} {'floor us':>9s}", flush=True)
 
-    def row(r):
+    def row(name, what, us, floor):
         """Print a row as soon as it is measured (a fault then shows where it struck)."""
-        name, what, us, floor = r
         print(f"{name:16s} {what:32s} {us:8.1f} {floor:9.1f}", flush=True)
 
     def timed(launches):
@@ -201,11 +200,11 @@ def run_gpu() -> int:
             k8.prepare((1,), (out, out, one, 1, 1, 1, 1, 1, 1, 1, 0, int(dep), out),
                        dependent=dep)(st)
         return f
-    row(("-", "empty (1 launch)", timed([tiny(False)]), float("nan")))
-    row(("-", "2 launches", timed([tiny(False), tiny(False)]), float("nan")))
-    row(("-", "3 launches", timed([tiny(False)] * 3), float("nan")))
-    row(("-", "3 launches, 2 dependent", timed([tiny(False), tiny(True), tiny(True)]),
-         float("nan")))
+    row("-", "empty (1 launch)", timed([tiny(False)]), float("nan"))
+    row("-", "2 launches", timed([tiny(False), tiny(False)]), float("nan"))
+    row("-", "3 launches", timed([tiny(False)] * 3), float("nan"))
+    row("-", "3 launches, 2 dependent", timed([tiny(False), tiny(True), tiny(True)]),
+        float("nan"))
     for name, E, act, H, I in LAYERS:
         kt1, ntr1, ntr2, kt2 = H // 64, 2 * I // 16, H // 16, I // 64
         # every expert's weights and scale tiles (4 GB + 2 GB for deepseek-v3), made
@@ -226,18 +225,18 @@ def run_gpu() -> int:
                     k.prepare((grid * sub,), (w1, w2, ex, E, kt2, sub, kt1, ntr1, ntr2, kt2,
                                               parts, int(dep), out), dependent=dep)(st)
                 return f
-            row((name, f"fused d{d} ({grid} CTAs)",
-                 timed([launch(3, False)]), floor))
-            row((name, f"fused d{d} + combine",
-                 timed([launch(3, False), tiny(True)]), floor))
-            row((name, f"fused half d{d} ({2 * grid} CTAs)",
-                 timed([launch(3, False, 2)]), floor))
-            row((name, f"fused half d{d} + combine",
-                 timed([launch(3, False, 2), tiny(True)]), floor))
-            row((name, f"split d{d} + combine",
-                 timed([launch(1, False), launch(2, True), tiny(True)]), floor))
-            row((name, f"split d{d}, no PDL",
-                 timed([launch(1, False), launch(2, False), tiny(False)]), floor))
+            row(name, f"fused d{d} ({grid} CTAs)",
+                timed([launch(3, False)]), floor)
+            row(name, f"fused d{d} + combine",
+                timed([launch(3, False), tiny(True)]), floor)
+            row(name, f"fused half d{d} ({2 * grid} CTAs)",
+                timed([launch(3, False, 2)]), floor)
+            row(name, f"fused half d{d} + combine",
+                timed([launch(3, False, 2), tiny(True)]), floor)
+            row(name, f"split d{d} + combine",
+                timed([launch(1, False), launch(2, True), tiny(True)]), floor)
+            row(name, f"split d{d}, no PDL",
+                timed([launch(1, False), launch(2, False), tiny(False)]), floor)
         del w1, w2
     return 0
 

@@ -2,8 +2,7 @@
 CTA and the narrow decode kernels in dynamic shared memory), as a Case list
 for `tools/ptx_pack.py pack ... --case-list mix_cases:CASES` (PYTHONPATH=docs/wip:.
 from the branch's tree), and their pytest ids (`python docs/wip/mix_cases.py`)."""
-from tests.cuda.test_gpu import _families
-from tests.problems import Case
+from tests.cuda.test_gpu import MISALIGNED_CASES, _families
 
 
 def _picked(c) -> bool:
@@ -14,15 +13,10 @@ def _picked(c) -> bool:
             or (s.startswith("T3-H256-I144-E8-k2-") and s.endswith("-bias-s3")))
 
 
-CASES = [c for c in _families() if _picked(c)]
-MISALIGNED = [                    # test_decode_misaligned_activations' cases
-    Case(4, 256, 144, 8, 2, seed=3),
-    Case(9, 272, 80, 6, 3, format="nvfp4", dtype="float16", activation="relu2", bias=True),
-    Case(40, 136, 200, 2, 2, on_input=True, activation="swigluoai", layout="interleaved"),
-]
-CASES += MISALIGNED
+PICKED = [c for c in _families() if _picked(c)]
+CASES = PICKED + MISALIGNED_CASES
 
 if __name__ == "__main__":
-    for c in CASES[:-len(MISALIGNED)]:
+    for c in PICKED:
         print(f"tests/cuda/test_gpu.py::test_gpu_matches_reference[{c}]")
     print("tests/cuda/test_gpu.py::test_decode_misaligned_activations")

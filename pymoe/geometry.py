@@ -50,7 +50,7 @@ __all__ = [
     "DECODE_MIN_CUT",
     "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_PAIR_CTAS_PER_SM",
     "DECODE_RING",
-    "DECODE_ROW_GROUP", "decode_row_group", "decode_ring_stages",
+    "DECODE_ROW_GROUP", "decode_row_group", "decode_ring_stages", "DECODE_MAX_REGS",
     "DECODE_PDL_MAX_ROUTES", "decode_dependent",
 ]
 
@@ -235,23 +235,29 @@ COMBINE_TILE_N = COMBINE_THREADS * COMBINE_VEC    # output columns per CTA
 COMBINE_MAX_K = 256                  # top_k up to this: route validity once a CTA
 COMBINE_CHUNK = 4                    # combine: routes whose rows a thread loads at once
 # Decode regime on layout v2 (kernels/decode.py): a CTA of DECODE_WARPS warps
-# splits K of one 16-row tile (warp w takes k-tiles w, w+4, ...); tokens ride on
-# the mma's N side, DECODE_NTILES n-tiles of 8 routes per pass over the weights.
-# A warp takes DECODE_ROW_GROUP row tiles side by side (i, i + 1: one
-# activation load, one loop and one producer step serve both) when the
-# projection's row tile count is even, else one (decode_row_group).  Both
-# formats: with int16 route tables the NVFP4 pair kernels need 47.3 KB of
-# static shared memory, under the 48 KB ptxas allows.
+# splits K of one 16-row tile (warp w takes k-tiles w, w + DECODE_WARPS, ...);
+# tokens ride on the mma's N side, DECODE_NTILES n-tiles of 8 routes per pass
+# over the weights.  A warp takes DECODE_ROW_GROUP row tiles side by side (i,
+# i + 1: one activation load, one loop and one producer step serve both) when
+# the projection's row tile count is even, else one (decode_row_group).
 # Each warp streams its tiles through a ring of DECODE_RING tiles (512 weight
 # bytes + their scales each) in shared memory, filled by cp.async: DECODE_RING /
 # group stages of one k-tile of the group, so DECODE_RING - group tiles (3 to
 # 3.5 KB a warp) are in flight while it computes one stage.
-DECODE_WARPS = 4
-DECODE_NTILES = 2
+# At T = 1 a decode warp's serial chain bounds the kernels (performance.md
+# step 8: ~3 warps a scheduler at 35% issue), so K is split DECODE_WARPS = 8
+# ways and the pass takes one n-tile (its fragment code then fits
+# DECODE_MAX_REGS, which keeps DECODE_CTAS_PER_SM CTAs of 256 threads an SM:
+# about twice the warps a scheduler of 4-warp CTAs at 128 registers, 4 an SM).
+# The ring (40 KB MXFP4, 48 KB NVFP4) and the partials (16 KB) are dynamic
+# shared memory: 61-70 KB a CTA with the static tables, 3 an SM fit.
+DECODE_WARPS = 8
+DECODE_NTILES = 1
 DECODE_RING = 8
 DECODE_ROW_GROUP = 2
-DECODE_CTAS_PER_SM = 5               # H200: 5 beat 4, 6 and 8 side by side (performance.md)
-DECODE_PAIR_CTAS_PER_SM = 4          # pair kernels: 128 registers, 42-47 KB shared memory
+DECODE_MAX_REGS = 80                 # 3 x 256 threads x 80 <= 64 K registers an SM
+DECODE_CTAS_PER_SM = 3
+DECODE_PAIR_CTAS_PER_SM = 3
 assert DECODE_RING & (DECODE_RING - 1) == 0 and DECODE_RING >= 2 * DECODE_ROW_GROUP
 # ---- Weight layout v2 (pymoe/ref/layout.py is the only code that knows the
 # order): per expert, tiles of V2_TILE_ROWS rows x V2_TILE_K values, 512 bytes,

@@ -37,6 +37,9 @@ def spies(monkeypatch):
     monkeypatch.setattr(launch.cuda, "compile_ptx", lambda *a, **k: calls.append("compile"))
     monkeypatch.setattr(launch, "_load_gpu", lambda key, spec: calls.append("load") or
                         launch.Kernel(key, spec, object(), "compiled"))
+    # (the fake function takes no dynamic-shared-memory opt-in: the decode
+    # kernels' ring is dynamic shared memory)
+    monkeypatch.setattr(launch, "_opt_in_smem", lambda function, nbytes: None)
     saved = dict(launch._MEMORY)
     launch._MEMORY.clear()
     yield calls

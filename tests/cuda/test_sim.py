@@ -25,10 +25,11 @@ CASES = [
     Case(66, 32, 16, 4, 1, invalid=(-1, 4), bias=True, why="packed regime (T past the decode cut)"),
     Case(260, 32, 16, 2, 1, invalid=(-1,), why="blocks of 128 (a mean of ~130 routes an "
          "expert): the fma GEMM in CTAs of 64-route sub-blocks, padding sub-blocks exit"),
-    Case(20, 328, 40, 2, 2, why="decode ring: 6 k-tiles (warps take 2 or 1, the last guarded), "
-         "~20 routes an expert (2 passes, two n-tiles), several row tiles a CTA"),
+    Case(20, 584, 40, 2, 2, why="decode ring: fc1 10 k-tiles (of 8 warps two take 2, the "
+         "last guarded), fc2 1 (7 warps idle), ~20 routes an expert (3 passes of 8), "
+         "several row tiles a CTA"),
     Case(20, 344, 48, 2, 2, why="decode ring of row-tile pairs (fc1 6 and fc2 22 row tiles): "
-         "a guarded K tail in both, 2 passes, several pairs a CTA"),
+         "a guarded K tail in both, 3 passes, several pairs a CTA"),
 ]
 
 

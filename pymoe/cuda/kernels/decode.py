@@ -20,11 +20,12 @@ complete and visible.  Before pdl_wait it writes nothing but shared memory.
 
 A CTA is DECODE_WARPS warps on ONE group of G = decode_row_group(NTR)
 16-row tiles side by side (row tiles i .. i + G - 1; G = 2 when NTR is even,
-else 1): warp w takes k-tiles w, w+4, ... of each (split K;
-each step the CTA reads G x 2 KB of weights, one activation load serving the G
-tiles) and the partial mma fragments of each tile meet in shared memory in a
-fixed order (deterministic: the bits do not depend on G).  The
+else 1): warp w of W = DECODE_WARPS takes k-tiles w, w+W, ... of each (split
+K; each step a warp reads G x 512 bytes of weights, one activation load
+serving the G tiles) and the partial mma fragments of each tile meet in shared
+memory in a fixed order (deterministic: the bits do not depend on G).  The
 routes of e ride on the mma's N side, DECODE_NTILES x 8 per pass over the group.
+The ring and the partials are dynamic shared memory (KernelSpec.dyn_smem).
 Each warp's k-tiles of all its groups and passes form one stream: a lane copies
 its 16 bytes of weights and its 4 / 8 scale bytes of each tile of the group per
 k-tile into its own slot of a shared-memory ring of DECODE_RING / G stages with
@@ -52,7 +53,8 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int16, int32, int64, uint32
 
-from ...geometry import (DECODE_NTILES, DECODE_ROUTE_CAP, DECODE_WARPS, V2_LANE_WORDS,
+from ...geometry import (DECODE_MAX_REGS, DECODE_NTILES, DECODE_ROUTE_CAP, DECODE_WARPS,
+                         V2_LANE_WORDS,
                          V2_TILE_K, V2_TILE_ROWS, LaunchKey, decode_ring_stages,
                          decode_row_group, is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from ...dtypes import round_to
@@ -74,9 +76,10 @@ THREADS = 32 * DECODE_WARPS
 # takes no forceinline.
 device_fn = cuda.jit(device=True, inline=True) if SIM else cuda.jit(device=True,
                                                                     forceinline=True)
-assert DECODE_NTILES == 2, "the fragment code below is written out for 2 n-tiles"
-assert DECODE_WARPS == 2 * DECODE_NTILES, "the epilogue: warp w stores entries (w // 2, w % 2)"
-SLOTS = 8 * DECODE_NTILES                   # routes per pass
+assert DECODE_NTILES in (1, 2), "the fragment code below is written out for 1 or 2 n-tiles"
+NT = DECODE_NTILES
+W = DECODE_WARPS
+SLOTS = 8 * NT                              # routes per pass
 
 
 def _build(key: LaunchKey, which: str) -> KernelSpec:
@@ -112,8 +115,9 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     nvmul = float32(2.0 ** 116) if bf16 else float32(128.0)
     # each warp's partial fragments (8 per lane and row tile), double-buffered by
     # segment parity
-    red_w = rg * DECODE_NTILES * 32 * 4
-    red_n = 2 * DECODE_WARPS * red_w
+    ent = 4 * NT                      # fragment entries a lane holds per row tile
+    red_w = rg * ent * 32
+    red_n = 2 * W * red_w
 
     if SIM and not bf16:
         def pack16(f):
@@ -256,10 +260,16 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     stile_b = 32 * 4 * sw                        # and 32 lanes' scale words
     wslot_b = rg * tile_b                        # ring slot: the group's tiles
     sslot_b = rg * stile_b
-    ring_w = DECODE_WARPS * depth * rg * 32 * V2_LANE_WORDS + 4    # + alignment slack
-    ring_s = DECODE_WARPS * depth * rg * 32 * sw + 2
-    wstep = DECODE_WARPS * 32 * V2_LANE_WORDS    # words from a warp's tile to its next
-    sstep = DECODE_WARPS * swords
+    # The ring (weights, then scales) and the split-K partials live in dynamic
+    # shared memory (with W = 8 warps they pass the 48 KB of static arrays):
+    # words [0, ring_w) the weight slots (+ 16-byte alignment slack), then ring_s
+    # scale words (+ 8-byte slack), then red_n fp32 partials.
+    ring_w = W * depth * rg * 32 * V2_LANE_WORDS + 4
+    ring_s = W * depth * rg * 32 * sw + 2
+    red_off = ring_w + ring_s
+    dyn_bytes = 4 * (red_off + red_n)
+    wstep = W * 32 * V2_LANE_WORDS               # words from a warp's tile to its next
+    sstep = W * swords
     next_w = kt_n * 32 * V2_LANE_WORDS * 4       # bytes from a row tile to the next: w
     next_s = kt_n * swords * 4                   # and s
     cp_wait = make_cp_wait(depth - 1)            # produce() runs just before a step
@@ -334,9 +344,9 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 acc = step(acc, wr + uint32(slot * uint32(wslot_b)),
                            sr + uint32(slot * uint32(sslot_b)), xa0, xa1, m0, m1, sl, s2, a, 0,
                            tile, lane, sim)
-                xa0 += DECODE_WARPS * V2_TILE_K
-                xa1 += DECODE_WARPS * V2_TILE_K
-                tile += DECODE_WARPS
+                xa0 += W * V2_TILE_K
+                xa1 += W * V2_TILE_K
+                tile += W
                 nit = uint32(nit + uint32(1))
                 j = uint32(j + uint32(1))
             if tail and last:
@@ -396,7 +406,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 else:
                     v *= float(fbias)
                 wdeq[hh, k] = v
-        for j in range(2):
+        for j in range(NT):
             for u in range(2):
                 slot = 8 * j + 2 * t + u
                 if slot >= nsl:
@@ -435,6 +445,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                              s2, a, xo, xm, nsl, lane)
         return out + tuple(acc[len(out):])
 
+    two_nt = NT == 2                  # a pass's second n-tile exists
     if SIM:
         seg_v1 = seg_v2 = seg_s1 = seg_s2 = make_segment(step_sim, step_sim)
     else:
@@ -457,11 +468,10 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         rt = cuda.shared.array(DECODE_ROUTE_CAP, int16)     # and their activation rows
         xo = cuda.shared.array(SLOTS, int64)                # (simulator's step only)
         xm = cuda.shared.array(SLOTS, float32)
-        red = cuda.shared.array(red_n, float32)
         sl = cuda.shared.array(256, float32)
         s2 = cuda.shared.array(256, uint32)
-        rw = cuda.shared.array(ring_w, uint32)          # aligned up to 16 B below
-        rs = cuda.shared.array(ring_s, uint32)
+        dyn = cuda.shared.array(0, uint32)              # ring (aligned up below)
+        red = cuda.shared.array(0, float32)             # partials, from red_off
         if tid < 32:
             bm[tid] = 0
         if tid == 0:
@@ -526,8 +536,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         bx = cuda.blockIdx.x
         gx = cuda.gridDim.x
         nrt = (ntr // rg - bx + gx - 1) // gx
-        nk = (kt_n - warp + DECODE_WARPS - 1) // DECODE_WARPS if warp < kt_n else 0
-        last = tail and nk > 0 and warp == (kt_n - 1) % DECODE_WARPS
+        nk = (kt_n - warp + W - 1) // W if warp < kt_n else 0
+        last = tail and nk > 0 and warp == (kt_n - 1) % W
         nk_main = nk - 1 if last else nk
         hop = gx * rg * kt_n                               # tiles from group to next
         tw0 = bx * rg * kt_n + warp                        # first tile, inside expert e
@@ -537,8 +547,9 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         jp = (int64(4 * nk * wstep), int64(4 * nk * sstep))
         jr = (int64(4 * hop * (32 * V2_LANE_WORDS)), int64(4 * hop * swords))
         lr = uint32((warp * depth * rg * 32 + lane) * 4)          # bytes / 4
-        wr = ((smem_u32(rw) + uint32(15)) & uint32(0xFFFFFFF0)) + lr * uint32(4)
-        sr = ((smem_u32(rs) + uint32(7)) & uint32(0xFFFFFFF8)) + lr * uint32(sw)
+        db = smem_u32(dyn)
+        wr = ((db + uint32(15)) & uint32(0xFFFFFFF0)) + lr * uint32(4)
+        sr = ((db + uint32(4 * ring_w + 7)) & uint32(0xFFFFFFF8)) + lr * uint32(sw)
         pw, ps, rem, _, rows = produce_early(
             (gaddr(w, te * (32 * V2_LANE_WORDS) + lane * V2_LANE_WORDS),
              gaddr(s, te * swords + g * sw), uint32(nk), uint32(1),
@@ -591,7 +602,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                 acc = (z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z)
                 tile = tbase + warp
                 if avec != 0:
-                    if nsl > 8:
+                    if two_nt and nsl > 8:
                         acc, nit, st = seg_v2(acc, nkm, last, nit, st, wr, sr, sl, s2, a,
                                               xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane,
                                               sim)
@@ -599,7 +610,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                         acc, nit, st = seg_v1(acc, nkm, last, nit, st, wr, sr, sl, s2, a,
                                               xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane,
                                               sim)
-                elif nsl > 8:
+                elif two_nt and nsl > 8:
                     acc, nit, st = seg_s2(acc, nkm, last, nit, st, wr, sr, sl, s2, a,
                                           xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane, sim)
                 else:
@@ -607,24 +618,27 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                                           xa0, xa1, m0, m1, t, nku, npu, jp, jr, tile, lane, sim)
                 # split-K partials meet in red[seg % 2]; one barrier a segment (the
                 # buffer is written again two segments later, after the next one)
-                rb = (seg % 2) * (DECODE_WARPS * red_w)
-                base = rb + warp * red_w + lane * (8 * rg)
-                for v in range(8 * rg):
-                    red[base + v] = acc[v]
+                rb = red_off + (seg % 2) * (W * red_w)
+                base = rb + warp * red_w + lane * (ent * rg)
+                for h in range(rg):
+                    for v in range(ent):
+                        red[base + ent * h + v] = acc[8 * h + v]
                 cuda.syncthreads()
                 seg += 1
-                # warp w stores fragment entries (j, u) = (w // 2, w % 2): route
-                # p + 8 j + 2 t + u, rows g and g + 8 (gate and up when gated)
-                jj = warp // 2
-                uu = warp % 2
-                q = p + 8 * jj + 2 * t + uu
-                for h in range(rg):                       # the group's row tiles
+                # the stores: units (h, j, u) = row tile h of the group, fragment
+                # entries of n-tile j and column u (route p + 8 j + 2 t + u, rows g
+                # and g + 8: gate and up when gated); warp w takes units w, w + W, ..
+                for un in range(warp, rg * NT * 2, W):
+                    h = un // (2 * NT)
+                    jj = (un // 2) % NT
+                    uu = un % 2
                     ih = i + h
+                    q = p + 8 * jj + 2 * t + uu
                     if q < ne:
-                        bw = rb + lane * (8 * rg) + 8 * h + 4 * jj + uu
+                        bw = rb + lane * (ent * rg) + ent * h + 4 * jj + uu
                         hg = red[bw]
                         hu = red[bw + 2]
-                        for ww in range(1, DECODE_WARPS):             # fixed order
+                        for ww in range(1, W):                        # fixed order
                             hg += red[bw + ww * red_w]
                             hu += red[bw + ww * red_w + 2]
                         hg *= post
@@ -653,7 +667,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     c = act_code(key.dtype)
     return KernelSpec(kernel, (c, "i4[]", "i8", "i8", "i4[]", "i8", "i8", "i8", "f4[]", "u4[]",
                                "u4[]", "f4[]", "f4[]", "f4[]", c if fc1 else "f4[]", "i8"),
-                      THREADS)
+                      THREADS, max_regs=DECODE_MAX_REGS, dyn_smem=dyn_bytes)
 
 
 def build_fc1(key: LaunchKey) -> KernelSpec:

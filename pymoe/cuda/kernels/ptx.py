@@ -528,9 +528,12 @@ if config.ENABLE_CUDASIM:
         return m
 
     def _sim_smem_u32(arr):
-        b = _BASES.get(id(arr))
+        # keyed by the memory, not the array object: each thread's view of the
+        # dynamic shared memory (cuda.shared.array(0, ...)) is a new object
+        k = arr.__array_interface__["data"][0]
+        b = _BASES.get(k)
         if b is None:
-            b = _BASES[id(arr)] = next(_NEXT) << 24        # disjoint 16 MB windows
+            b = _BASES[k] = next(_NEXT) << 24              # disjoint 16 MB windows
         return _np.uint32(b)
 
     def _sim_copy(words):

@@ -113,8 +113,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     bias16 = uint32(M126 if bf16 else M14)
     fbias = float32(2.0 ** 126) if bf16 else float32(2.0 ** 14)
     nvmul = float32(2.0 ** 116) if bf16 else float32(128.0)
-    # each warp's partial fragments (8 per lane and row tile), double-buffered by
-    # segment parity
+    # each warp's partial fragments (ent per lane and row tile), double-buffered
+    # by segment parity
     ent = 4 * NT                      # fragment entries a lane holds per row tile
     red_w = rg * ent * 32
     red_n = 2 * W * red_w

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "BLOCK_SIZES", "BLOCK_MAX_MEAN", "DECODE_MAX_TOKENS", "REGIMES", "FORMATS",
@@ -45,12 +46,12 @@ __all__ = [
     "gemm_warpgroups", "gemm_threads", "gemm_max_regs", "WGMMA_FOLD_BYTES",
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
-    "v2_k_tiles", "v2_scale_bytes", "DECODE_WARPS", "DECODE_NTILES", "DECODE_ROUTE_CAP",
+    "v2_k_tiles", "v2_scale_bytes", "DecodeConf", "DECODE_NARROW", "DECODE_WIDE",
+    "DECODE_WIDE_MIN_KTILES", "decode_conf", "DECODE_ROUTE_CAP",
     "decode_max_tokens", "default_decode_cut", "expert_weight_bytes", "DECODE_ROUTED_BYTES",
     "DECODE_MIN_CUT",
-    "decode_grid", "DECODE_CTAS_PER_SM", "DECODE_PAIR_CTAS_PER_SM",
-    "DECODE_RING",
-    "DECODE_ROW_GROUP", "decode_row_group", "decode_ring_stages", "DECODE_MAX_REGS",
+    "decode_grid", "DECODE_RING",
+    "DECODE_ROW_GROUP", "decode_row_group", "decode_ring_stages",
     "DECODE_PDL_MAX_ROUTES", "decode_dependent",
 ]
 
@@ -234,30 +235,57 @@ COMBINE_VEC = 4                      # H % 8 == 0 (formats): a thread's columns 
 COMBINE_TILE_N = COMBINE_THREADS * COMBINE_VEC    # output columns per CTA
 COMBINE_MAX_K = 256                  # top_k up to this: route validity once a CTA
 COMBINE_CHUNK = 4                    # combine: routes whose rows a thread loads at once
-# Decode regime on layout v2 (kernels/decode.py): a CTA of DECODE_WARPS warps
-# splits K of one 16-row tile (warp w takes k-tiles w, w + DECODE_WARPS, ...);
-# tokens ride on the mma's N side, DECODE_NTILES n-tiles of 8 routes per pass
-# over the weights.  A warp takes DECODE_ROW_GROUP row tiles side by side (i,
+# Decode regime on layout v2 (kernels/decode.py): a CTA of W warps splits K of
+# one 16-row tile (warp w takes k-tiles w, w + W, ...); tokens ride on the
+# mma's N side, NT n-tiles of 8 routes per pass over the weights (W, NT:
+# decode_conf).  A warp takes DECODE_ROW_GROUP row tiles side by side (i,
 # i + 1: one activation load, one loop and one producer step serve both) when
 # the projection's row tile count is even, else one (decode_row_group).
 # Each warp streams its tiles through a ring of DECODE_RING tiles (512 weight
 # bytes + their scales each) in shared memory, filled by cp.async: DECODE_RING /
 # group stages of one k-tile of the group, so DECODE_RING - group tiles (3 to
 # 3.5 KB a warp) are in flight while it computes one stage.
-# At T = 1 a decode warp's serial chain bounds the kernels (performance.md
-# step 8: ~3 warps a scheduler at 35% issue), so K is split DECODE_WARPS = 8
-# ways and the pass takes one n-tile (its fragment code then fits
-# DECODE_MAX_REGS, which keeps DECODE_CTAS_PER_SM CTAs of 256 threads an SM:
-# about twice the warps a scheduler of 4-warp CTAs at 128 registers, 4 an SM).
-# The ring (40 KB MXFP4, 48 KB NVFP4) and the partials (16 KB) are dynamic
-# shared memory: 61-70 KB a CTA with the static tables, 3 an SM fit.
-DECODE_WARPS = 8
-DECODE_NTILES = 1
+# The CTA shape (decode_conf) depends on the projection and its K: a narrow
+# CTA of 4 warps, two n-tiles a pass and no register cap (4 pair CTAs an SM),
+# or, for decode_fc2 with at least DECODE_WIDE_MIN_KTILES k-tiles, a wide one
+# that splits K 8 ways with one n-tile a pass (its fragment code then fits
+# max_regs = 80, which keeps 3 CTAs of 256 threads an SM: about twice the warps
+# a scheduler).  Measured at T = 1 (H200, graph, performance.md step 31; us,
+# narrow -> wide): decode_fc2 alone gpt-oss-120b (45 k-tiles) 20.8 -> 18.3,
+# deepseek-v3 (32) 44.8 -> 39.0, qwen3-30b-a3b (12) 13.6 -> 12.8, but the whole
+# qwen3 layer 28.1 -> 29.4 (its fc2 warps take 1 or 2 k-tiles each, and a wide
+# fc2 CTA no longer fits beside decode_fc1's to start early); decode_fc1 wide
+# ran slower (ncu, qwen3 and deepseek, step 31).  The ring (weights, scales) and the
+# split-K partials are dynamic shared memory: 28-40 KB a narrow CTA, 56-64 KB a
+# wide one, plus the static tables.
 DECODE_RING = 8
 DECODE_ROW_GROUP = 2
-DECODE_MAX_REGS = 80                 # 3 x 256 threads x 80 <= 64 K registers an SM
-DECODE_CTAS_PER_SM = 3
-DECODE_PAIR_CTAS_PER_SM = 3
+
+
+class DecodeConf(NamedTuple):
+    """A decode kernel's CTA: warps (K split that many ways), ntiles (n-tiles of
+    8 routes a pass), max_regs (.maxnreg, None: no cap), and the CTAs an SM
+    holds (decode_grid's wave) for single row tiles and for pairs."""
+    warps: int
+    ntiles: int
+    max_regs: int | None
+    ctas_per_sm: int
+    pair_ctas_per_sm: int
+
+
+DECODE_NARROW = DecodeConf(4, 2, None, 5, 4)
+DECODE_WIDE = DecodeConf(8, 1, 80, 3, 3)
+DECODE_WIDE_MIN_KTILES = 32
+
+
+def decode_conf(which: str, k_tiles: int) -> DecodeConf:
+    """The CTA shape of projection ``which``'s decode kernel (w13 / w2) over
+    k_tiles k-tiles of K (v2_k_tiles)."""
+    if which not in ("w13", "w2"):
+        raise ValueError(f"which: {which!r}; expected 'w13' or 'w2'")
+    return DECODE_WIDE if which == "w2" and k_tiles >= DECODE_WIDE_MIN_KTILES else DECODE_NARROW
+
+
 assert DECODE_RING & (DECODE_RING - 1) == 0 and DECODE_RING >= 2 * DECODE_ROW_GROUP
 # ---- Weight layout v2 (pymoe/ref/layout.py is the only code that knows the
 # order): per expert, tiles of V2_TILE_ROWS rows x V2_TILE_K values, 512 bytes,
@@ -371,16 +399,17 @@ def decode_ring_stages(row_tiles: int) -> int:
     return DECODE_RING // decode_row_group(row_tiles)
 
 
-def decode_grid(row_tiles: int, num_routes: int, num_experts: int,
+def decode_grid(which: str, row_tiles: int, k_tiles: int, num_routes: int, num_experts: int,
                 num_sms: int = 132) -> tuple[int, int]:
-    """(grid x, grid y) of a decode kernel: y = one CTA row per possible active
-    expert (min(R, E)); x CTAs share the row groups (decode_row_group) evenly,
-    one wave in all of DECODE_CTAS_PER_SM CTAs per SM (DECODE_PAIR_CTAS_PER_SM
-    for the pair kernels, which fit only that many; each CTA pays the routing
-    scan once for several groups)."""
+    """(grid x, grid y) of projection ``which``'s decode kernel: y = one CTA row
+    per possible active expert (min(R, E)); x CTAs share the row groups
+    (decode_row_group) evenly, one wave in all of decode_conf's CTAs an
+    SM (pair_ctas_per_sm for the pair kernels, which fit only that many; each
+    CTA pays the routing scan once for several groups)."""
+    conf = decode_conf(which, k_tiles)
     group = decode_row_group(row_tiles)
     units = row_tiles // group
-    per_sm = DECODE_PAIR_CTAS_PER_SM if group > 1 else DECODE_CTAS_PER_SM
+    per_sm = conf.pair_ctas_per_sm if group > 1 else conf.ctas_per_sm
     gy = max(1, min(num_routes, num_experts))
     want = max(1, (per_sm * num_sms) // gy)
     per = -(-units // min(units, want))

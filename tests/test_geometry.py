@@ -212,16 +212,29 @@ def test_decode_row_groups_and_grid():
     assert geo.decode_row_group(360) == geo.DECODE_ROW_GROUP == 2
     assert geo.decode_row_group(21) == 1
     assert geo.decode_ring_stages(360) * 2 == geo.decode_ring_stages(21)
-    for tiles in (360, 180, 21):
-        units = tiles // geo.decode_row_group(tiles)
-        for routes, experts in ((4, 128), (32, 128), (256, 128), (8, 8)):
-            gx, gy = geo.decode_grid(tiles, routes, experts, 132)
-            assert gy == min(routes, experts)
-            per = -(-units // gx)
-            assert (gx - 1) * per < units <= gx * per          # every CTA has work
-            per_sm = (geo.DECODE_PAIR_CTAS_PER_SM if units < tiles
-                      else geo.DECODE_CTAS_PER_SM)
-            assert gx * gy <= max(gy, per_sm * 132)
+    for which, kt in (("w13", 45), ("w2", 12), ("w2", 32)):
+        conf = geo.decode_conf(which, kt)
+        for tiles in (360, 180, 21):
+            units = tiles // geo.decode_row_group(tiles)
+            for routes, experts in ((4, 128), (32, 128), (256, 128), (8, 8)):
+                gx, gy = geo.decode_grid(which, tiles, kt, routes, experts, 132)
+                assert gy == min(routes, experts)
+                per = -(-units // gx)
+                assert (gx - 1) * per < units <= gx * per          # every CTA has work
+                per_sm = conf.pair_ctas_per_sm if units < tiles else conf.ctas_per_sm
+                assert gx * gy <= max(gy, per_sm * 132)
+    # decode_fc1 narrow at any K; decode_fc2 wide from DECODE_WIDE_MIN_KTILES on
+    assert geo.decode_conf("w13", 112) == geo.DECODE_NARROW
+    assert geo.decode_conf("w2", geo.DECODE_WIDE_MIN_KTILES - 1) == geo.DECODE_NARROW
+    assert geo.decode_conf("w2", geo.DECODE_WIDE_MIN_KTILES) == geo.DECODE_WIDE
+    # qwen3-30b-a3b at T = 1: fc1's 96 row tiles (48 pairs) on 8 experts, 4 pair
+    # CTAs an SM; deepseek-v3's fc2 (448 row tiles, 32 k-tiles) 3 wide CTAs an SM
+    assert geo.decode_grid("w13", 96, 32, 8, 128, 132) == (48, 8)
+    assert geo.decode_grid("w2", 448, 32, 8, 256, 132) == (45, 8)
+    wide = geo.DECODE_WIDE
+    assert wide.warps * 32 * wide.max_regs * wide.pair_ctas_per_sm <= 65536
+    with pytest.raises(ValueError, match="which"):
+        geo.decode_conf("w3", 8)
 
 
 def test_route_pack_grid():

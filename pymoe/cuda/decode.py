@@ -2,7 +2,7 @@
 CTA reads topk_ids itself and streams one active expert's layout-v2 tiles once
 for all of that expert's routes.
 
-    decode_fc1  one launch, grid geometry.decode_grid(row tiles of w13, R, E)
+    decode_fc1  one launch, grid geometry.decode_grid("w13", row tiles of w13, k-tiles, R, E)
     decode_fc2  one launch, the same over w2 -> route_out (fp32, valid routes)
 (then fc2.combine sums each token's k routes in j order).  decode_fc2 is a
 dependent launch after decode_fc1 where the runner asks (programmatic on sm_90:
@@ -14,7 +14,7 @@ The kernels are pymoe/cuda/kernels/decode.py.
 from __future__ import annotations
 
 from ..geometry import (DECODE_ROUTE_CAP, ROUTE_PACK_MAX_EXPERTS, LaunchKey, decode_grid,
-                        v2_row_tiles)
+                        v2_k_tiles, v2_row_tiles)
 from ..interop import data_address
 from .kernels.intrinsics import SIM
 from .kernels.routes import route_args
@@ -56,7 +56,8 @@ def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, ke
         w, s, g, b = experts.w2_v2, experts.w2_v2_scales, experts.w2_global, experts.w2_bias
     avec = int(data_address(a) % 4 == 0)
     return resolve(key, stream).prepare(
-        decode_grid(ntr, r, e, _num_sms()),
+        decode_grid(which, ntr, v2_k_tiles(key.hidden_size if which == "w13"
+                                       else key.intermediate_size), r, e, _num_sms()),
         (a, ids, stride, k, emap, has_map, num_ids, r, topk_weights, w, s,
          experts.scale_lut, g, b, out, avec), dependent=dependent)
 

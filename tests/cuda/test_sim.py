@@ -30,6 +30,8 @@ CASES = [
          "several row tiles a CTA"),
     Case(20, 344, 48, 2, 2, why="decode ring of row-tile pairs (fc1 6 and fc2 22 row tiles): "
          "a guarded K tail in both, 3 passes, several pairs a CTA"),
+    Case(2, 16, 2048, 2, 1, why="decode_fc2 over 32 k-tiles: the wide CTA (8 warps, K split "
+         "8 ways, one n-tile a pass); fc1 128 row-tile pairs over a 16-wide K"),
 ]
 
 

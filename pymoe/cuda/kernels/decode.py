@@ -18,13 +18,14 @@ everything that reads inputs only (the routing scan, the scale tables, its
 ring's first weight stages) before pdl_wait, after which decode_fc1's output is
 complete and visible.  Before pdl_wait it writes nothing but shared memory.
 
-A CTA is DECODE_WARPS warps on ONE group of G = decode_row_group(NTR)
-16-row tiles side by side (row tiles i .. i + G - 1; G = 2 when NTR is even,
-else 1): warp w of W = DECODE_WARPS takes k-tiles w, w+W, ... of each (split
-K; each step a warp reads G x 512 bytes of weights, one activation load
+A CTA is W = geometry.decode_conf(which, k-tiles).warps warps (4, or 8 for a
+decode_fc2 over a long K) on ONE group of G = decode_row_group(NTR) 16-row
+tiles side by side (row tiles i .. i + G - 1; G = 2 when NTR is even, else 1):
+warp w takes k-tiles w, w+W, ... of each (split K; each step a warp reads G x 512 bytes of weights, one activation load
 serving the G tiles) and the partial mma fragments of each tile meet in shared
 memory in a fixed order (deterministic: the bits do not depend on G).  The
-routes of e ride on the mma's N side, DECODE_NTILES x 8 per pass over the group.
+routes of e ride on the mma's N side, NT x 8 per pass over the group (NT =
+decode_conf(...).ntiles).
 The ring and the partials are dynamic shared memory (KernelSpec.dyn_smem).
 Each warp's k-tiles of all its groups and passes form one stream: a lane copies
 its 16 bytes of weights and its 4 / 8 scale bytes of each tile of the group per
@@ -53,10 +54,9 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int16, int32, int64, uint32
 
-from ...geometry import (DECODE_MAX_REGS, DECODE_NTILES, DECODE_ROUTE_CAP, DECODE_WARPS,
-                         V2_LANE_WORDS,
-                         V2_TILE_K, V2_TILE_ROWS, LaunchKey, decode_ring_stages,
-                         decode_row_group, is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
+from ...geometry import (DECODE_ROUTE_CAP, V2_LANE_WORDS, V2_TILE_K, V2_TILE_ROWS, LaunchKey,
+                         decode_conf, decode_ring_stages, decode_row_group, is_gated,
+                         v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from ...dtypes import round_to
 from ...ref.layout import decode_pairs
 from .common import M14, M126, make_decoder, make_fc1_epilogue, make_fc2_epilogue, make_round_pair
@@ -67,23 +67,24 @@ from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_commit, f2h, gaddr,
 from .routes import local_expert
 from .spec import KernelSpec
 
-__all__ = ["build_fc1", "build_fc2", "make_decoder", "THREADS"]
+__all__ = ["build_fc1", "build_fc2", "make_decoder"]
 
-THREADS = 32 * DECODE_WARPS
 # Device helpers here are inlined by NVVM (forceinline), not copied into the
 # caller's Numba IR: the unrolled k loop would make Numba's IR inlining take
 # minutes (launch._compile lets them compile without a GPU).  The simulator
 # takes no forceinline.
 device_fn = cuda.jit(device=True, inline=True) if SIM else cuda.jit(device=True,
                                                                     forceinline=True)
-assert DECODE_NTILES in (1, 2), "the fragment code below is written out for 1 or 2 n-tiles"
-NT = DECODE_NTILES
-W = DECODE_WARPS
-SLOTS = 8 * NT                              # routes per pass
 
 
 def _build(key: LaunchKey, which: str) -> KernelSpec:
     fc1 = which == "w13"
+    conf = decode_conf(which, v2_k_tiles(key.hidden_size if fc1 else key.intermediate_size))
+    W = conf.warps                             # K split W ways
+    NT = conf.ntiles
+    assert NT in (1, 2), "the fragment code below is written out for 1 or 2 n-tiles"
+    THREADS = 32 * W
+    SLOTS = 8 * NT                             # routes per pass
     bf16 = key.dtype == "bfloat16"
     nv = key.format == "nvfp4"
     gated = fc1 and is_gated(key.activation)
@@ -261,7 +262,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     wslot_b = rg * tile_b                        # ring slot: the group's tiles
     sslot_b = rg * stile_b
     # The ring (weights, then scales) and the split-K partials live in dynamic
-    # shared memory (with W = 8 warps they pass the 48 KB of static arrays):
+    # shared memory (with W = 8 warps they would pass the 48 KB of static arrays):
     # words [0, ring_w) the weight slots (+ 16-byte alignment slack), then ring_s
     # scale words (+ 8-byte slack), then red_n fp32 partials.
     ring_w = W * depth * rg * 32 * V2_LANE_WORDS + 4
@@ -667,7 +668,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     c = act_code(key.dtype)
     return KernelSpec(kernel, (c, "i4[]", "i8", "i8", "i4[]", "i8", "i8", "i8", "f4[]", "u4[]",
                                "u4[]", "f4[]", "f4[]", "f4[]", c if fc1 else "f4[]", "i8"),
-                      THREADS, max_regs=DECODE_MAX_REGS, dyn_smem=dyn_bytes)
+                      THREADS, max_regs=conf.max_regs, dyn_smem=dyn_bytes)
 
 
 def build_fc1(key: LaunchKey) -> KernelSpec:

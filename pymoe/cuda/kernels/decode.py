@@ -21,9 +21,10 @@ complete and visible.  Before pdl_wait it writes nothing but shared memory.
 A CTA is W = geometry.decode_conf(which, k-tiles).warps warps (4, or 8 for a
 decode_fc2 over a long K) on ONE group of G = decode_row_group(NTR) 16-row
 tiles side by side (row tiles i .. i + G - 1; G = 2 when NTR is even, else 1):
-warp w takes k-tiles w, w+W, ... of each (split K; each step a warp reads G x 512 bytes of weights, one activation load
-serving the G tiles) and the partial mma fragments of each tile meet in shared
-memory in a fixed order (deterministic: the bits do not depend on G).  The
+warp w takes k-tiles w, w+W, ... of each (split K; each step a warp reads G x
+512 bytes of weights, one activation load serving the G tiles) and the
+partial mma fragments of each tile meet in shared memory in a fixed order
+(deterministic: the bits do not depend on G).  The
 routes of e ride on the mma's N side, NT x 8 per pass over the group (NT =
 decode_conf(...).ntiles).
 The ring and the partials are dynamic shared memory (KernelSpec.dyn_smem).
@@ -79,12 +80,6 @@ device_fn = cuda.jit(device=True, inline=True) if SIM else cuda.jit(device=True,
 
 def _build(key: LaunchKey, which: str) -> KernelSpec:
     fc1 = which == "w13"
-    conf = decode_conf(which, v2_k_tiles(key.hidden_size if fc1 else key.intermediate_size))
-    W = conf.warps                             # K split W ways
-    NT = conf.ntiles
-    assert NT in (1, 2), "the fragment code below is written out for 1 or 2 n-tiles"
-    THREADS = 32 * W
-    SLOTS = 8 * NT                             # routes per pass
     bf16 = key.dtype == "bfloat16"
     nv = key.format == "nvfp4"
     gated = fc1 and is_gated(key.activation)
@@ -92,6 +87,12 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     hid, inter = key.hidden_size, key.intermediate_size
     kdim = hid if fc1 else inter
     kt_n = v2_k_tiles(kdim)
+    conf = decode_conf(which, kt_n)
+    W = conf.warps                             # K split W ways
+    NT = conf.ntiles
+    assert NT in (1, 2), "the fragment code below is written out for 1 or 2 n-tiles"
+    THREADS = 32 * W
+    SLOTS = 8 * NT                             # routes per pass
     ntr = v2_row_tiles(which, key.activation, hid, inter)
     rg = decode_row_group(ntr)       # row tiles a warp takes side by side
     pair = rg == 2

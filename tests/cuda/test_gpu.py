@@ -138,13 +138,16 @@ def test_gpu_device_expert_map_out_of_range_is_an_invalid_route(tokens):
                      what=f"{dt}: clean map vs the reference")
 
 
-@pytest.mark.parametrize("case", [
+MISALIGNED_CASES = [
     Case(4, 256, 144, 8, 2, seed=3),
     Case(9, 272, 80, 6, 3, format="nvfp4", dtype="float16", activation="relu2", bias=True,
          why="K % 64 != 0 in both projections: the guarded last k-tile"),
     Case(40, 136, 200, 2, 2, on_input=True, activation="swigluoai", layout="interleaved",
          why="~40 routes an expert: 3 passes, two n-tiles, K tails"),
-], ids=str)
+]
+
+
+@pytest.mark.parametrize("case", MISALIGNED_CASES, ids=str)
 def test_decode_misaligned_activations(case):
     """x not 4-byte aligned (a view one element into a larger buffer): the decode
     kernels take the 16-bit load path, and the result is the aligned run's bits

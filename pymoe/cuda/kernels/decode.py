@@ -27,7 +27,8 @@ partial mma fragments of each tile meet in shared memory in a fixed order
 (deterministic: the bits do not depend on G).  The
 routes of e ride on the mma's N side, NT x 8 per pass over the group (NT =
 decode_conf(...).ntiles).
-The ring and the partials are dynamic shared memory (KernelSpec.dyn_smem).
+The ring and the partials are static shared arrays in a narrow CTA and dynamic
+shared memory (KernelSpec.dyn_smem) in a wide one.
 Each warp's k-tiles of all its groups and passes form one stream: a lane copies
 its 16 bytes of weights and its 4 / 8 scale bytes of each tile of the group per
 k-tile into its own slot of a shared-memory ring of DECODE_RING / G stages with
@@ -55,7 +56,8 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int16, int32, int64, uint32
 
-from ...geometry import (DECODE_ROUTE_CAP, V2_LANE_WORDS, V2_TILE_K, V2_TILE_ROWS, LaunchKey,
+from ...geometry import (DECODE_NARROW, DECODE_ROUTE_CAP, V2_LANE_WORDS, V2_TILE_K, V2_TILE_ROWS,
+                         LaunchKey,
                          decode_conf, decode_ring_stages, decode_row_group, is_gated,
                          v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from ...dtypes import round_to
@@ -262,14 +264,16 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     stile_b = 32 * 4 * sw                        # and 32 lanes' scale words
     wslot_b = rg * tile_b                        # ring slot: the group's tiles
     sslot_b = rg * stile_b
-    # The ring (weights, then scales) and the split-K partials live in dynamic
-    # shared memory (with W = 8 warps they would pass the 48 KB of static arrays):
-    # words [0, ring_w) the weight slots (+ 16-byte alignment slack), then ring_s
-    # scale words (+ 8-byte slack), then red_n fp32 partials.
+    # The ring (weights, then scales) and the split-K partials: words [0, ring_w)
+    # the weight slots (+ 16-byte alignment slack), ring_s scale words (+ 8-byte
+    # slack), red_n fp32 partials.  A narrow CTA keeps them in three static arrays
+    # (main's layout; 42 KB with the tables); a wide one would pass the 48 KB of
+    # static arrays, so there they are one dynamic block in that order.
     ring_w = W * depth * rg * 32 * V2_LANE_WORDS + 4
     ring_s = W * depth * rg * 32 * sw + 2
-    red_off = ring_w + ring_s
-    dyn_bytes = 4 * (red_off + red_n)
+    use_dyn = W > DECODE_NARROW.warps
+    red_off = ring_w + ring_s if use_dyn else 0
+    dyn_bytes = 4 * (ring_w + ring_s + red_n) if use_dyn else 0
     wstep = W * 32 * V2_LANE_WORDS               # words from a warp's tile to its next
     sstep = W * swords
     next_w = kt_n * 32 * V2_LANE_WORDS * 4       # bytes from a row tile to the next: w
@@ -472,8 +476,13 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         xm = cuda.shared.array(SLOTS, float32)
         sl = cuda.shared.array(256, float32)
         s2 = cuda.shared.array(256, uint32)
-        dyn = cuda.shared.array(0, uint32)              # ring (aligned up below)
-        red = cuda.shared.array(0, float32)             # partials, from red_off
+        if use_dyn:
+            rw = cuda.shared.array(0, uint32)           # ring (aligned up below)
+            red = cuda.shared.array(0, float32)         # partials, from red_off
+        else:
+            rw = cuda.shared.array(ring_w, uint32)      # aligned up to 16 B below
+            rs = cuda.shared.array(ring_s, uint32)
+            red = cuda.shared.array(red_n, float32)
         if tid < 32:
             bm[tid] = 0
         if tid == 0:
@@ -549,9 +558,12 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         jp = (int64(4 * nk * wstep), int64(4 * nk * sstep))
         jr = (int64(4 * hop * (32 * V2_LANE_WORDS)), int64(4 * hop * swords))
         lr = uint32((warp * depth * rg * 32 + lane) * 4)          # bytes / 4
-        db = smem_u32(dyn)
+        db = smem_u32(rw)
         wr = ((db + uint32(15)) & uint32(0xFFFFFFF0)) + lr * uint32(4)
-        sr = ((db + uint32(4 * ring_w + 7)) & uint32(0xFFFFFFF8)) + lr * uint32(sw)
+        if use_dyn:
+            sr = ((db + uint32(4 * ring_w + 7)) & uint32(0xFFFFFFF8)) + lr * uint32(sw)
+        else:
+            sr = ((smem_u32(rs) + uint32(7)) & uint32(0xFFFFFFF8)) + lr * uint32(sw)
         pw, ps, rem, _, rows = produce_early(
             (gaddr(w, te * (32 * V2_LANE_WORDS) + lane * V2_LANE_WORDS),
              gaddr(s, te * swords + g * sw), uint32(nk), uint32(1),

@@ -59,3 +59,25 @@ def test_decode_floor_probe_reads_each_ctas_slice(floor_probe, parts, dep, sub):
     for c in range(grid):
         want = _expected(p, w1, w2, ex, E, kt1, ntr1, ntr2, kt2, parts, sub, c)
         np.testing.assert_array_equal(out[c * p.THREADS:(c + 1) * p.THREADS], want)
+
+
+def test_flush_probe_streams_every_word():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import probe_flush as p
+    finally:
+        sys.path.pop(0)
+    from pymoe.cuda.launch import load_spec
+    k = load_spec(p.SPECS["flush_stream"])
+    grid = 2
+    nthr = grid * p.THREADS
+    rng = np.random.default_rng(7)
+    # both loops: two unrolled rounds of every thread, then a tail of 37 vectors
+    nvec = 2 * p.UNROLL * nthr + 37
+    buf = rng.integers(0, 2 ** 32, 4 * nvec + 8, dtype=np.uint32)   # + words past the end
+    out = np.full(nthr, 0xDEADBEEF, np.uint32)
+    k.launch((grid,), (buf, nvec, out))
+    want = np.zeros(nthr, np.uint32)
+    for v in range(nvec):
+        want[v % nthr] ^= np.bitwise_xor.reduce(buf[4 * v:4 * v + 4])
+    np.testing.assert_array_equal(out, want)

@@ -40,8 +40,9 @@ def _families():
         Case(12, 8448, 64, 2, 1, on_input=True, why="packed, wide H, router on input"),
         Case(2, 256, 2048, 8, 2, format="nvfp4", dtype="float16", activation="relu2", bias=True,
              why="decode_fc2's wide CTA (32 k-tiles), NVFP4, fp16"),
-        Case(1, 256, 2112, 8, 4, activation="swigluoai", layout="interleaved", ep=True,
-             why="decode_fc2's wide CTA, a K tail, gpt-oss activation, expert map"),
+        Case(1, 256, 2080, 8, 4, activation="swigluoai", layout="interleaved", ep=True,
+             why="decode_fc2's wide CTA over 33 k-tiles, the last a half tile (a K tail), "
+             "gpt-oss activation, expert map"),
     ]
     for fmt in ("mxfp4", "nvfp4"):
         for dt in ("bfloat16", "float16"):

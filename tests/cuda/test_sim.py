@@ -25,13 +25,15 @@ CASES = [
     Case(66, 32, 16, 4, 1, invalid=(-1, 4), bias=True, why="packed regime (T past the decode cut)"),
     Case(260, 32, 16, 2, 1, invalid=(-1,), why="blocks of 128 (a mean of ~130 routes an "
          "expert): the fma GEMM in CTAs of 64-route sub-blocks, padding sub-blocks exit"),
-    Case(20, 584, 40, 2, 2, why="decode ring: fc1 10 k-tiles (of 8 warps two take 2, the "
-         "last guarded), fc2 1 (7 warps idle), ~20 routes an expert (3 passes of 8), "
+    Case(20, 584, 40, 2, 2, why="decode ring: fc1 10 k-tiles (of 4 warps two take 3, the "
+         "last guarded), fc2 1 (3 warps idle), ~20 routes an expert (2 passes of 16), "
          "several row tiles a CTA"),
     Case(20, 344, 48, 2, 2, why="decode ring of row-tile pairs (fc1 6 and fc2 22 row tiles): "
-         "a guarded K tail in both, 3 passes, several pairs a CTA"),
+         "a guarded K tail in both, 2 passes, several pairs a CTA"),
     Case(2, 16, 2048, 2, 1, why="decode_fc2 over 32 k-tiles: the wide CTA (8 warps, K split "
          "8 ways, one n-tile a pass); fc1 128 row-tile pairs over a 16-wide K"),
+    Case(1, 16, 2080, 2, 1, seed=1, why="the wide CTA over 33 k-tiles: one warp takes 5, "
+         "the last a guarded half tile"),
 ]
 
 

@@ -57,9 +57,8 @@ import numpy as np
 from numba import cuda, float32, int16, int32, int64, uint32
 
 from ...geometry import (DECODE_NARROW, DECODE_ROUTE_CAP, V2_LANE_WORDS, V2_TILE_K, V2_TILE_ROWS,
-                         LaunchKey,
-                         decode_conf, decode_ring_stages, decode_row_group, is_gated,
-                         v2_k_tiles, v2_row_tiles, v2_scale_bytes)
+                         LaunchKey, decode_conf, decode_ring_stages, decode_row_group,
+                         is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from ...dtypes import round_to
 from ...ref.layout import decode_pairs
 from .common import M14, M126, make_decoder, make_fc1_epilogue, make_fc2_epilogue, make_round_pair

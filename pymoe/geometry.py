@@ -256,10 +256,11 @@ COMBINE_CHUNK = 4                    # combine: routes whose rows a thread loads
 # qwen3 layer 28.1 -> 29.4 (its fc2 warps take 1 or 2 k-tiles each, and a wide
 # fc2 CTA no longer fits beside decode_fc1's to start early); decode_fc1 wide
 # ran slower (ncu, qwen3 and deepseek, step 31).  The ring (weights, scales) and the
-# split-K partials are static arrays in a narrow CTA (42 KB with the tables, under
-# the 48 KB of static shared memory) and dynamic shared memory in a wide one
-# (56-64 KB); all dynamic cost qwen3-30b-a3b's layer 2 us at T = 1 (H100, graph,
-# 32.3 against 30.3, step 32), as if fc2 then started beside fc1 less often.
+# split-K partials are static arrays in a narrow CTA (42 KB with the tables; the
+# NVFP4 pair kernels 47.3 KB, under the 48 KB of static shared memory) and
+# dynamic shared memory in a wide one (56-64 KB).  Dynamic in the narrow CTA too
+# cost qwen3-30b-a3b's layer 2 us at T = 1 (H100, graph, 32.3 against 30.3,
+# step 32; the same registers and bytes, so why is not known).
 DECODE_RING = 8
 DECODE_ROW_GROUP = 2
 

@@ -43,3 +43,28 @@ def median_ms(run, n: int, stream=None, warm: int = 0) -> float:
         e1.synchronize()
         ts.append(cp.cuda.get_elapsed_time(e0, e1))
     return statistics.median(ts)
+
+
+def graph_median_us(stream, launches, before, reps: int) -> float:
+    """Median microseconds of CUDA-graph replays of ``launches`` (callables taking
+    the stream), run once eagerly and then captured on ``stream``; ``before(r)``
+    runs ahead of replay r (an L2 flush), outside the two events around it."""
+    import cupy as cp
+    with stream:
+        for f in launches:
+            f(stream)
+        stream.synchronize()
+        stream.begin_capture()
+        for f in launches:
+            f(stream)
+        g = stream.end_capture()
+    ts = []
+    for r in range(reps):
+        before(r)
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record(stream)
+        g.launch(stream)
+        e1.record(stream)
+        e1.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3)
+    return statistics.median(ts)

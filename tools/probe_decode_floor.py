@@ -33,7 +33,6 @@ at the end; DEPTH 8 / 16 / 24 (32 / 64 / 96 KB of dynamic shared memory a CTA).
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 
 import numpy as np
@@ -170,27 +169,13 @@ def run_gpu() -> int:
         """Print a row as soon as it is measured (a fault then shows where it struck)."""
         print(f"{name:16s} {what:32s} {us:8.1f} {floor:9.1f}", flush=True)
 
+    def refill(r):
+        with s:
+            flush.fill(r & 0xFF)
+
     def timed(launches):
         """Median us of graph replays of ``launches`` (callables taking the stream)."""
-        with s:
-            for f in launches:
-                f(s)
-            s.synchronize()
-            s.begin_capture()
-            for f in launches:
-                f(s)
-            g = s.end_capture()
-        ts = []
-        for r in range(REPS):
-            with s:
-                flush.fill(r & 0xFF)
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record(s)
-            g.launch(s)
-            e1.record(s)
-            e1.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3)
-        return statistics.median(ts)
+        return probe_common.graph_median_us(s, launches, refill, REPS)
 
     k8 = ks[DEPTHS[0]]
     one = cp.zeros(1, cp.int32)

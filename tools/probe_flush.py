@@ -29,7 +29,6 @@ say the bench's small-T rows carry a write-back the floor does not count.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 
 import numpy as np
@@ -114,21 +113,7 @@ def run_gpu() -> int:
 
     def timed(launch, kind):
         """Median us of graph replays of ``launch`` after flush ``kind``."""
-        launch(s)
-        s.synchronize()
-        s.begin_capture()
-        launch(s)
-        g = s.end_capture()
-        ts = []
-        for r in range(REPS):
-            flush(kind, r)
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record(s)
-            g.launch(s)
-            e1.record(s)
-            e1.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3)
-        return statistics.median(ts)
+        return probe_common.graph_median_us(s, [launch], lambda r: flush(kind, r), REPS)
 
     kinds = ("fill", "read", "fill+read", "none")
     print(f"{'what':18s} " + " ".join(f"{x:>15s}" for x in kinds), flush=True)

@@ -48,8 +48,14 @@ def median_ms(run, n: int, stream=None, warm: int = 0) -> float:
 def graph_median_us(stream, launches, before, reps: int) -> float:
     """Median microseconds of CUDA-graph replays of ``launches`` (callables taking
     the stream), run once eagerly and then captured on ``stream``; ``before(r)``
-    runs ahead of replay r (an L2 flush), outside the two events around it."""
+    runs ahead of replay r (an L2 flush), outside the two events around it.
+
+    The device is synchronized first: a probe's buffers are made by CuPy on the
+    legacy default stream, which a non-blocking ``stream`` does not wait for (step
+    33: probe_decode_floor read expert ids before their copy landed and faulted on
+    the H200, and probe_flush XORed a 150 MB buffer before its fill finished)."""
     import cupy as cp
+    cp.cuda.Device().synchronize()
     with stream:
         for f in launches:
             f(stream)

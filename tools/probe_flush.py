@@ -124,6 +124,7 @@ def run_gpu() -> int:
         nbytes = mb << 20
         buf = cp.arange(nbytes // 4, dtype=cp.uint32) * cp.uint32(2654435761)
         launch = stream(buf, nbytes)
+        cp.cuda.Device().synchronize()    # buf was made on the default stream, not s
         launch(s)
         s.synchronize()
         want = int(np.bitwise_xor.reduce(cp.asnumpy(buf)))    # on the host: plain NumPy

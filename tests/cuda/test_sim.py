@@ -33,7 +33,8 @@ CASES = [
     Case(2, 16, 2048, 2, 1, why="decode_fc2 over 32 k-tiles: the wide CTA (8 warps, K split "
          "8 ways, one n-tile a pass); fc1 128 row-tile pairs over a 16-wide K"),
     Case(1, 16, 2080, 2, 1, seed=1, why="the wide CTA over 33 k-tiles: one warp takes 5, "
-         "the last a half tile (here the plain step, which guards every k-tile)"),
+         "the last a half tile (the simulator checks that only that k-tile takes the "
+         "guarded step)"),
 ]
 
 

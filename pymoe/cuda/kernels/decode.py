@@ -47,9 +47,10 @@ packed multiply per pair:
   NVFP4: x (E4M3 scale x 2^116) (bf16) / x (E4M3 x 2^7) (fp16), exact; the
          missing 2^10 / 2^7 goes into the fp32 global scale in the epilogue.
 Under Numba's simulator (no inline PTX) the ring runs as is on plain-Python
-copies (ptx.py), every slot read is checked against the tile it should hold,
-and each lane computes its own fragment entries from the same words with the
-same decoder, in plain code.
+copies (ptx.py), every slot read is checked against the tile it should hold
+and the guarded step against the partial last k-tile (it runs there and only
+there), and each lane computes its own fragment entries from the same words
+with the same decoder, in plain code.
 """
 from __future__ import annotations
 
@@ -450,9 +451,26 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
                              s2, a, xo, xm, nsl, lane)
         return out + tuple(acc[len(out):])
 
+    def make_step_sim(guarded):
+        """step_sim behind a check that the segment picked the right step: the
+        guarded one exactly for the last k-tile when K has a tail, the plain one
+        for every other (the simulator's math reads past K as 0 either way, so
+        without this a guard on the wrong warp or k-tile would pass)."""
+        def step_s(acc, wsl, ssl, xa0, xa1, m0, m1, sl, s2, a, kk, tile, lane, sim):
+            c = tile - sim[2]                     # the k-tile's index in its row
+            if guarded:
+                assert tail and c == kt_n - 1, \
+                    f"decode: the guarded step ran on k-tile {c} of {kt_n}"
+            else:
+                assert not (tail and c == kt_n - 1), \
+                    f"decode: the plain step ran on the partial last k-tile {c}"
+            return step_sim(acc, wsl, ssl, xa0, xa1, m0, m1, sl, s2, a, kk, tile, lane, sim)
+        return step_s
+
     two_nt = NT == 2                  # a pass's second n-tile exists
     if SIM:
-        seg_v1 = seg_v2 = seg_s1 = seg_s2 = make_segment(step_sim, step_sim)
+        seg_v1 = seg_v2 = seg_s1 = seg_s2 = make_segment(make_step_sim(False),
+                                                         make_step_sim(True))
     else:
         seg_v1 = make_segment(make_step(True, False, False), make_step(True, True, False))
         seg_v2 = make_segment(make_step(True, False, True), make_step(True, True, True))

@@ -52,8 +52,9 @@ def graph_median_us(stream, launches, before, reps: int) -> float:
 
     The device is synchronized first: a probe's buffers are made by CuPy on the
     legacy default stream, which a non-blocking ``stream`` does not wait for (step
-    33: probe_decode_floor read expert ids before their copy landed and faulted on
-    the H200, and probe_flush XORed a 150 MB buffer before its fill finished)."""
+    33: probe_flush XORed a 150 MB buffer before its fill finished; probe_decode_floor's
+    fault on the H200, step 31, fits the same race: expert ids read before their
+    copy landed)."""
     import cupy as cp
     cp.cuda.Device().synchronize()
     with stream:

@@ -17,6 +17,6 @@ NOISE="^  |moduleUnload|check_status|^Traceback|Exception ignored|CUDADriverErro
 (cd tools && PYTHONPATH=/tmp/site timeout 100 python3 probe_decode_floor.py 2>&1 \
    | grep -vE "$NOISE" | grep -vE "d24|half d8" | head -n 40)
 SECONDS=0
-PYTHONPATH=/tmp/site:$PWD timeout 200 python3 -m pymoe bench --preset qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 \
+PYTHONPATH=/tmp/site:$PWD timeout 300 python3 -m pymoe bench --preset qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 \
   --tokens 1,8 --mode graph --no-progress > /tmp/bench.txt 2>&1; echo "bench rc $? in $SECONDS s"
 grep -E " graph " /tmp/bench.txt | cut -c1-100; grep -E "Error|error" /tmp/bench.txt | tail -n 5

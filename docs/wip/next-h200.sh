@@ -3,8 +3,9 @@
 # tools/ptx_pack.py), about 3 min, ideally on an H200:
 #   1. tools/probe_flush.py: what the bench's L2 flush (a 256 MB write that leaves the L2
 #      dirty) adds to a read of S bytes and to an empty graph;
-#   2. tools/probe_decode_floor.py, now without CUDA_LAUNCH_BLOCKING (step 33: the probes'
-#      fault was a stream race, and blocking launches add the host's launch time);
+#   2. tools/probe_decode_floor.py, now without CUDA_LAUNCH_BLOCKING (step 33: its H200
+#      fault fits a stream race, now synchronized; blocking launches add the host's launch
+#      time to what it measures); it has not yet run on an H200 since;
 #   3. pymoe bench at T = 1 and 8 on the three presets (graph).
 # Then a second call: the peers side by side (GPU.md section 11; carry ".peers" too):
 #   python3 .peers/bench_peers.py --peers floor,pymoe,marlin,tk \

@@ -58,8 +58,8 @@ def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, ke
     return resolve(key, stream).prepare(
         decode_grid(which, ntr, v2_k_tiles(key.hidden_size if which == "w13"
                                        else key.intermediate_size), r, e, _num_sms()),
-        (a, ids, stride, k, emap, has_map, num_ids, r, topk_weights, w, s,
-         experts.scale_lut, g, b, out, avec), dependent=dependent)
+        (a, ids, stride, k, emap, has_map, num_ids, r, topk_weights, w, s, g, b, out, avec),
+        dependent=dependent)
 
 
 def prepare_decode_fc1(x, topk_ids, expert_map, experts, topk_weights, intermediate, *,

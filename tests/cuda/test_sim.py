@@ -6,6 +6,7 @@ kernels' tensor-core step has a plain per-lane twin there (kernels/decode.py), s
 the simulator executes all of them (route_pack, decode_fc1/2, fc1, fc2, combine).
 """
 import pytest
+from numba import cuda
 
 from tests.problems import Case
 from tests.cuda.diff import check_case
@@ -111,3 +112,26 @@ def test_sim_to_device_without_packed_rows():
     packed = sum(int(np.asarray(a).nbytes) for a in (ew.w13, ew.w13_scales, ew.w2,
                                                        ew.w2_scales))
     assert full.device_nbytes - lean.device_nbytes == packed
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
+def test_sim_scale_value_is_the_table(fmt):
+    """The decode kernels make their scale tables from the byte
+    (common.make_scale_value): every one of the 256 bytes gives the bits of
+    scale_lut(fmt) * 4, the table the packed kernels load (NaN as 0x7FC00000)."""
+    import numpy as np
+    from pymoe.cuda.kernels.common import make_scale_value, scale_lut
+
+    scale_value = make_scale_value(fmt)
+
+    @cuda.jit
+    def fill(out):
+        i = cuda.threadIdx.x
+        out[i] = scale_value(i)
+
+    got = np.full(256, np.nan, np.float32)
+    fill[1, 256](got)
+    want = scale_lut(fmt) * np.float32(4.0)
+    want_bits = np.where(np.isnan(want), np.uint32(0x7FC00000), want.view(np.uint32))
+    assert np.array_equal(got.view(np.uint32), want_bits), \
+        np.nonzero(got.view(np.uint32) != want_bits)[0][:8]

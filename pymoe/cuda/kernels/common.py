@@ -59,7 +59,7 @@ def make_pack2(dtype: str):
     lo in the low half: one cvt for both."""
     return pack_bf16x2 if dtype == "bfloat16" else pack_f16x2
 
-__all__ = ["scale_lut", "Shape", "shape_of", "fill_tables",
+__all__ = ["scale_lut", "make_scale_value", "Shape", "shape_of", "fill_tables",
            "make_fc1_epilogue", "make_fc1_epilogue_parts", "make_pair16", "make_round_pair",
            "make_fc2_epilogue", "make_fc2_epilogue_parts", "make_row_map", "tile_roles",
            "activation_code", "activation_arg", "SROW", "M126", "M14", "make_decoder",
@@ -95,6 +95,38 @@ class Shape:
         self.words = self.kp // 8                 # uint32 words per row
         self.chunks = self.kp // 32               # 16-byte chunks per row
         self.sgroups = self.kp // self.group      # scale bytes per row
+
+
+def make_scale_value(fmt: str):
+    """scale_value(i) -> float32: scale byte i's value (E8M0 for MXFP4, E4M3 for
+    NVFP4), made from the byte with no memory access: bit for bit
+    scale_lut(fmt)[i] * 4, NaN as 0x7FC00000 (tests/cuda/test_sim.py checks all
+    256 bytes).  The decode kernels fill their shared tables with it, so a CTA
+    does not wait on a global load of the table at its start."""
+    if fmt == "mxfp4":
+        @cuda.jit(device=True, inline=True)
+        def scale_value(i):
+            b = uint32(i) << uint32(23)               # 2^(i - 127), i = 1 .. 254
+            if i == 0:
+                b = uint32(0x00400000)                # 2^-127, subnormal
+            elif i == 255:
+                b = uint32(0x7FC00000)                # NaN
+            return as_float(b)
+    else:
+        @cuda.jit(device=True, inline=True)
+        def scale_value(i):
+            m = uint32(i) & uint32(7)
+            e = (uint32(i) >> uint32(3)) & uint32(15)
+            if e == uint32(0):                        # subnormal: m x 2^-9
+                v = float32(m) * float32(1.0 / 512.0)
+            else:                                     # (1 + m/8) x 2^(e - 7)
+                v = as_float(((e + uint32(120)) << uint32(23)) | (m << uint32(20)))
+            if (uint32(i) & uint32(0x7F)) == uint32(0x7F):
+                v = as_float(uint32(0x7FC00000))      # NaN (both signs)
+            elif (uint32(i) & uint32(0x80)) != uint32(0):
+                v = -v
+            return v
+    return scale_value
 
 
 def shape_of(key: LaunchKey, which: str) -> Shape:

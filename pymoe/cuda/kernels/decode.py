@@ -62,7 +62,7 @@ from ...geometry import (DECODE_NARROW, DECODE_ROUTE_CAP, V2_LANE_WORDS, V2_TILE
                          is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from ...dtypes import round_to
 from ...ref.layout import decode_pairs
-from .common import M14, M126, make_decoder, make_fc1_epilogue, make_fc2_epilogue, make_round_pair
+from .common import M14, M126, make_decoder, make_scale_value, make_fc1_epilogue, make_fc2_epilogue, make_round_pair
 from .intrinsics import SIM, act_code, bf16_to_f32, f32_to_bf16, make_act_io
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_commit, f2h, gaddr, h2f, ld_nc1,
                   lds1, lds2, lds4, make_cp_wait, mma_bf16, mma_f16, mul2_bf16, mul2_f16,
@@ -104,6 +104,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     ncols = inter if fc1 else hid                         # output columns
     half = V2_TILE_ROWS // 2
     decode = make_decoder(key.dtype)
+    scale_value = make_scale_value(key.format)
     mma = mma_bf16 if bf16 else mma_f16
     mul2 = mul2_bf16 if bf16 else mul2_f16
     load, store, _ = make_act_io(key.dtype)
@@ -477,7 +478,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
         seg_s1 = make_segment(make_step(False, False, False), make_step(False, True, False))
         seg_s2 = make_segment(make_step(False, False, True), make_step(False, True, True))
 
-    def kernel(a, ids, stride, top_k, emap, has_map, num_ids, n_routes, tw, w, s, lut, gsc,
+    def kernel(a, ids, stride, top_k, emap, has_map, num_ids, n_routes, tw, w, s, gsc,
                bias, out, avec):
         pdl_trigger()                # the next grid may be scheduled (it waits)
         tid = cuda.threadIdx.x
@@ -506,10 +507,10 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
             info[0] = -1
             info[1] = 0
         cuda.syncthreads()
-        # the scale tables and the active-expert bitmap together (their global
-        # loads in flight at once); invalid routes zeroed (fc1) by CTA r % gy
+        # the scale tables (made from the byte: no global load) and the
+        # active-expert bitmap; invalid routes zeroed (fc1) by CTA r % gy
         for i in range(tid, 256, THREADS):
-            v = lut[i] * float32(4.0)
+            v = scale_value(i)
             sl[i] = v
             if nv:
                 h = pack16(v * nvmul)
@@ -697,7 +698,7 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
 
     c = act_code(key.dtype)
     return KernelSpec(kernel, (c, "i4[]", "i8", "i8", "i4[]", "i8", "i8", "i8", "f4[]", "u4[]",
-                               "u4[]", "f4[]", "f4[]", "f4[]", c if fc1 else "f4[]", "i8"),
+                               "u4[]", "f4[]", "f4[]", c if fc1 else "f4[]", "i8"),
                       THREADS, max_regs=conf.max_regs, dyn_smem=dyn_bytes)
 
 

@@ -47,7 +47,7 @@ __all__ = [
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DecodeConf", "DECODE_NARROW", "DECODE_WIDE",
-    "DECODE_WIDE_MIN_KTILES", "decode_conf", "DECODE_ROUTE_CAP",
+    "DECODE_WIDE_MIN_KTILES", "decode_conf", "decode_folds", "DECODE_ROUTE_CAP",
     "decode_max_tokens", "default_decode_cut", "expert_weight_bytes", "DECODE_ROUTED_BYTES",
     "DECODE_MIN_CUT",
     "decode_grid", "DECODE_RING",
@@ -620,7 +620,9 @@ class LaunchKey:
     kernel: route_pack / fc1 / fc2 / combine / decode_fc1 / decode_fc2, or
     dequant_w13 / dequant_w2 (the debugging twin, outside any plan)
     tile_n: output columns per CTA (the kernel's grid and tile follow it)
-    gemm: the block GEMM of fc1 / fc2 ('mma', 'fma' or 'wgmma', GEMMS), '' for the rest
+    gemm: the block GEMM of fc1 / fc2 ('mma', 'fma' or 'wgmma', GEMMS); for MXFP4
+    decode_fc1 / decode_fc2 'wgmma' where the call's packed GEMM is wgmma, i.e.
+    the scale bytes fold (decode_folds); '' for the rest
     """
     kernel: str
     format: str
@@ -690,8 +692,9 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                         hidden_size=hidden_size, intermediate_size=0, tile_n=COMBINE_TILE_N)
     if regime == "decode":
         half = V2_TILE_ROWS // 2 if is_gated(activation) else V2_TILE_ROWS
-        return (LaunchKey("decode_fc1", tile_n=half, **common),
-                LaunchKey("decode_fc2", tile_n=V2_TILE_ROWS, **common), combine)
+        dg = "wgmma" if gemm == "wgmma" and format == "mxfp4" else ""
+        return (LaunchKey("decode_fc1", tile_n=half, gemm=dg, **common),
+                LaunchKey("decode_fc2", tile_n=V2_TILE_ROWS, gemm=dg, **common), combine)
     b = int(block)
     if b not in BLOCK_SIZES:
         raise ValueError(f"block={b}: the block GEMMs take blocks of {BLOCK_SIZES} routes")
@@ -702,6 +705,17 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                       gemm=gemm, self_pack=own, **common),
             LaunchKey("fc2", block=b, tile_n=FC2_TILE_N * gemm_m_tiles(gemm, b), gemm=gemm,
                       **common), combine)
+
+
+def decode_folds(key: LaunchKey) -> bool:
+    """Whether a decode kernel folds MXFP4's E8M0 scales into the decoded
+    weights' packed multiply (common.e8m0_rows / f16_rows, as the v2 GEMM does),
+    instead of adding each 32-group's fresh fragment times its fp32 scale from
+    a shared table: its key says 'wgmma', which pick_gemm gives only on sm_90
+    for scale bytes that fold exactly (wgmma_scale_fold_ok).  Each group still
+    accumulates into a fresh fragment, added in fp32: every product and sum is
+    the table path's times a power of two, so the output bits are the same."""
+    return key.format == "mxfp4" and key.gemm == "wgmma"
 
 
 def route_pack_grid(num_routes: int) -> tuple[int, int]:

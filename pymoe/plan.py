@@ -143,7 +143,7 @@ class Caps:
         GEMM in ``gemms`` (what prewarm resolves), in first-use order."""
         keys = []
         for reg, b, lo, hi in self.buckets():
-            for g in (gemms if reg == "packed" else gemms[:1]):
+            for g in gemms:             # (decode: MXFP4 keys fold or not by it)
                 # (fc1 packs its own blocks up to some T: geometry.self_packs is
                 # monotone in the routes, so a bucket's two ends hold both variants)
                 for t in (lo, hi):
@@ -421,7 +421,7 @@ class Plan:
                            "expert_map": expert_map})
         reg, b, shapes = c.shapes_for(max(t, 1))
         gemm = None
-        if kind == "device" and reg == "packed" and env.gemm_variant() in ("auto", "wgmma"):
+        if kind == "device" and env.gemm_variant() in ("auto", "wgmma"):
             gemm = c.gemms(device_cc(x), experts.scale_bytes)[0]
         keys = c.launch_keys(reg, b, gemm, num_tokens=max(t, 1))
         if kind == "device":

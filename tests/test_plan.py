@@ -322,7 +322,9 @@ def test_auto_gemm_choice_by_device_and_weights():
 
 def test_reachable_keys_cover_each_gemm_once(monkeypatch):
     """What prewarm resolves: each packed bucket's route_pack / fc1 / fc2 /
-    combine for every GEMM asked (shared keys once), decode's keys once."""
+    combine for every GEMM asked (shared keys once), decode's keys once for
+    each way MXFP4 scales go (folded where the GEMM is wgmma:
+    geometry.decode_folds; NVFP4's decode keys are one)."""
     monkeypatch.delenv("PYMOE_GEMM", raising=False)
     monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
     caps = pymoe.Caps(max_tokens=600, top_k=2, num_experts=64, hidden_size=64,
@@ -335,8 +337,13 @@ def test_reachable_keys_cover_each_gemm_once(monkeypatch):
                                 and k.gemm == g)
     assert fc(one, "wgmma") == fc(two, "wgmma") == fc(two, "mma") == sorted(packed * 2)
     assert fc(one, "mma") == []
-    assert len(two) == len(one) + 2 * len(packed)
+    dec = lambda keys: sorted(k.gemm for k in keys if k.kernel.startswith("decode"))
+    assert dec(one) == ["wgmma", "wgmma"] and dec(two) == ["", "", "wgmma", "wgmma"]
+    assert len(two) == len(one) + 2 * len(packed) + 2
     assert len(set(two)) == len(two)
+    nv = pymoe.Caps(max_tokens=600, top_k=2, num_experts=64, hidden_size=64,
+                    intermediate_size=32, format="nvfp4")
+    assert dec(nv.reachable_keys(("wgmma", "mma"))) == ["", ""]
     assert caps.launch_keys("packed", 8)[1].gemm == "mma"      # auto, seen from no device
     # blocks of 128 (auto from a mean of 57 routes an expert): every GEMM takes
     # them, wgmma in one CTA, the packed-row GEMMs as CTAs of sub-blocks

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..geometry import (DECODE_ROUTE_CAP, ROUTE_PACK_MAX_EXPERTS, LaunchKey, decode_grid,
                         v2_k_tiles, v2_row_tiles)
 from ..interop import data_address
+from .device_weights import check_gemm_scales
 from .kernels.intrinsics import SIM
 from .kernels.routes import route_args
 from .launch import PreparedLaunch, launch_stream, resolve
@@ -54,6 +55,7 @@ def _prepare(which: str, a, topk_ids, expert_map, experts, topk_weights, out, ke
         w, s, g, b = experts.w13_v2, experts.w13_v2_scales, experts.w13_global, experts.w13_bias
     else:
         w, s, g, b = experts.w2_v2, experts.w2_v2_scales, experts.w2_global, experts.w2_bias
+    check_gemm_scales(experts, key)          # a folding key on weights that do not fold
     avec = int(data_address(a) % 4 == 0)
     return resolve(key, stream).prepare(
         decode_grid(which, ntr, v2_k_tiles(key.hidden_size if which == "w13"

@@ -160,7 +160,8 @@ def to_device(experts: ExpertWeights, *, packed_rows: bool = True) -> DeviceWeig
 
 def check_gemm_scales(experts: DeviceWeights, key: LaunchKey) -> None:
     """Raise (before any launch) when ``key``'s block GEMM cannot be exact on
-    these weights: the wgmma GEMM folds MXFP4 scales into 16-bit weights."""
+    these weights: the wgmma GEMM (and a decode key that folds,
+    geometry.decode_folds) folds MXFP4 scales into 16-bit weights."""
     if key.gemm != "wgmma":
         return
     lo, hi = experts.scale_bytes

@@ -69,6 +69,39 @@ def test_deterministic(case):
     check_case(case, device=True, repeats=5)
 
 
+@pytest.mark.parametrize("case", [
+    Case(1, 2880, 2880, 8, 4, activation="swigluoai", layout="interleaved", bias=True, seed=3),
+    Case(3, 256, 2080, 8, 2, dtype="float16", seed=4, why="fp16, the wide decode_fc2 CTA"),
+    Case(12, 256, 144, 1, 1, on_input=True, seed=5, why="two n-tiles a pass, router on input"),
+], ids=str)
+def test_decode_fold_is_the_table_bit_for_bit(case, monkeypatch):
+    """Where the packed GEMM is wgmma (sm_90, scale bytes that fold), MXFP4's
+    decode keys fold the E8M0 scales into the weights' packed multiply
+    (geometry.decode_folds); every bit of every buffer equals the table path's
+    (PYMOE_GEMM=mma) on the same inputs."""
+    import cupy as cp
+    from tests.cuda.diff import problem_caps, run_problem
+    from tests.problems import make_problem
+    p = make_problem(case)
+    caps = problem_caps(p)
+    dev = cp.cuda.Device()
+    cc = (int(dev.compute_capability[0]), int(dev.compute_capability[1:]))
+    sb = pymoe.cuda.to_device(p.experts).scale_bytes
+    if caps.gemms(cc, sb)[0] != "wgmma":
+        pytest.skip(f"sm_{cc[0]}{cc[1]}: no folding decode keys (wgmma's scale fold is sm_90)")
+    assert caps.shapes_for(case.T)[0] == "decode", case
+    keys = caps.launch_keys("decode", None, "wgmma")
+    assert [k.gemm for k in keys[:2]] == ["wgmma", "wgmma"]
+    got = {}
+    for gemm in ("auto", "mma"):
+        monkeypatch.setenv("PYMOE_GEMM", gemm)
+        got[gemm] = run_problem(p, device=True)[3][0]
+    for name, v in got["mma"].items():
+        a = np.ascontiguousarray(got["auto"][name])
+        b = np.ascontiguousarray(v)
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), f"{case}: {name} differs"
+
+
 def test_one_plan_many_T():
     """One arena for T <= 257: every smaller T bound on the same scratch."""
     for t in (1, 8, 9, 100, 257):

@@ -23,7 +23,7 @@ from ... import formats
 from ...geometry import (GEMM_THREADS, GEMM_TILE_ROWS, LaunchKey, fc1_rows, gemm_block_ctas,
                          gemm_cta_block, is_gated, padded_k)
 from .intrinsics import SIM, act_code, as_bits, as_float, f32_to_bf16, fp4_quarters, sigmoid
-from .ptx import f2h, h2f, lds4, pack_bf16x2, pack_f16x2
+from .ptx import f2h, h2f, inf_nan_f16x2, lds4, min_u16x2, pack_bf16x2, pack_f16x2, prmt
 
 # The epilogues read the accumulator tile 4 floats at a time (lds_f4): its
 # shared array is 16-byte aligned (the simulator takes no alignment).
@@ -63,7 +63,7 @@ __all__ = ["scale_lut", "make_scale_value", "Shape", "shape_of", "fill_tables",
            "make_fc1_epilogue", "make_fc1_epilogue_parts", "make_pair16", "make_round_pair",
            "make_fc2_epilogue", "make_fc2_epilogue_parts", "make_row_map", "tile_roles",
            "activation_code", "activation_arg", "SROW", "M126", "M14", "make_decoder",
-           "make_cta_expert", "ACC_ALIGN", "EPI_VEC", "lds_f4", "epilogue_vec", "make_pack2"]
+           "make_cta_expert", "e8m0_rows", "f16_rows", "ACC_ALIGN", "EPI_VEC", "lds_f4", "epilogue_vec", "make_pack2"]
 
 THREADS = GEMM_THREADS
 TILE_ROWS = GEMM_TILE_ROWS
@@ -127,6 +127,36 @@ def make_scale_value(fmt: str):
                 v = -v
             return v
     return scale_value
+
+
+@cuda.jit(device=True, inline=True)
+def e8m0_rows(w, j):
+    """bf16 MXFP4, the scale folded into the weights' packed multiply (the v2
+    GEMM, decode where geometry.decode_folds): the factors 2^(byte - 9) of
+    group j for both rows in one bf16 pair, row g's (byte j of the scale word
+    w) in the low half, row g + 8's (byte 2 + j) in the high; the multiplies
+    take their half by operand selector (mul2_bf16_lo / _hi), and the
+    accumulators take back 2^8.  Each half's exponent field is byte + 118 (the
+    bytes placed by prmt, then x 128 + 118 x 128; no carry between the halves
+    below byte 394).  Byte 255 (NaN) gives 0xBA80, which the unsigned 16-bit
+    min turns into 0x7FC0 (NaN); the fold's bytes 3..136 (field <= 254,
+    0x7F00) pass under it.  GPU only (inline PTX)."""
+    p = prmt(w, uint32(0), uint32(0x4240 + 0x0101 * j))
+    return min_u16x2(p * uint32(128) + uint32(0x3B003B00), uint32(0x7FC07FC0))
+
+
+@cuda.jit(device=True, inline=True)
+def f16_rows(w, j):
+    """fp16 MXFP4, folded as e8m0_rows: the factors 2^(byte - 113) of group j
+    for both rows in one fp16 pair (row g's, byte j of w, low; row g + 8's,
+    byte 2 + j, high), the decoder's 2^-14 taken back in the same factor:
+    exponent field byte - 98 in each half (the bytes placed by prmt, then x
+    1024 - 98 x 1024 x 65537 mod 2^32, which leaves each half clean, and
+    borrows nothing from the high one, for low bytes 98 .. 129).  Bytes past
+    128 (255, NaN: the fold's bytes are 104 .. 128) are clamped to 129, +inf,
+    which inf_nan_f16x2 turns into NaN.  GPU only (inline PTX)."""
+    p = min_u16x2(prmt(w, uint32(0), uint32(0x4240 + 0x0101 * j)), uint32(0x00810081))
+    return inf_nan_f16x2(p * uint32(1024) + uint32(0x77FE7800))
 
 
 def shape_of(key: LaunchKey, which: str) -> Shape:

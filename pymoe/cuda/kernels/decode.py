@@ -43,7 +43,12 @@ the scan runs under the weights' first DRAM round trip.
 The FP4 -> 16-bit decode is shifts and masks (pymoe/ref/layout.py) and one
 packed multiply per pair:
   MXFP4: x 2^126 (bf16) / 2^14 (fp16), exact; each 32-group's two k-steps
-         accumulate into a fresh fragment that is added times the fp32 scale.
+         accumulate into a fresh fragment that is added times the fp32 scale
+         (from a shared table);
+         where the key folds (geometry.decode_folds) x the group's E8M0 scale
+         made in registers instead (common.e8m0_rows: x 2^-8 more, taken back
+         in the epilogue / f16_rows), exact, and the fresh fragment is added
+         as it is: the same bits, without the table's loads and the multiply.
   NVFP4: x (E4M3 scale x 2^116) (bf16) / x (E4M3 x 2^7) (fp16), exact; the
          missing 2^10 / 2^7 goes into the fp32 global scale in the epilogue.
 Under Numba's simulator (no inline PTX) the ring runs as is on plain-Python
@@ -58,14 +63,15 @@ import numpy as np
 from numba import cuda, float32, int16, int32, int64, uint32
 
 from ...geometry import (DECODE_NARROW, DECODE_ROUTE_CAP, V2_LANE_WORDS, V2_TILE_K, V2_TILE_ROWS,
-                         LaunchKey, decode_conf, decode_ring_stages, decode_row_group,
+                         LaunchKey, decode_conf, decode_folds, decode_ring_stages, decode_row_group,
                          is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from ...dtypes import round_to
 from ...ref.layout import decode_pairs
-from .common import M14, M126, make_decoder, make_scale_value, make_fc1_epilogue, make_fc2_epilogue, make_round_pair
+from .common import M14, M126, e8m0_rows, f16_rows, make_decoder, make_scale_value, make_fc1_epilogue, make_fc2_epilogue, make_round_pair
 from .intrinsics import SIM, act_code, bf16_to_f32, f32_to_bf16, make_act_io
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_commit, f2h, gaddr, h2f, ld_nc1,
-                  lds1, lds2, lds4, make_cp_wait, mma_bf16, mma_f16, mul2_bf16, mul2_f16,
+                  lds1, lds2, lds4, make_cp_wait, mma_bf16, mma_f16, mul2_bf16, mul2_bf16_hi,
+                  mul2_bf16_lo, mul2_f16, mul2_f16_hi, mul2_f16_lo,
                   pdl_trigger, pdl_wait, smem_u32)
 from .routes import local_expert
 from .spec import KernelSpec
@@ -84,6 +90,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     fc1 = which == "w13"
     bf16 = key.dtype == "bfloat16"
     nv = key.format == "nvfp4"
+    fold = decode_folds(key)       # MXFP4 scales in the packed multiply (never under SIM)
+    assert not (fold and SIM), "the simulator's keys do not fold (no device: 'mma')"
     gated = fc1 and is_gated(key.activation)
     on_input = fc1 and key.router_on_input
     hid, inter = key.hidden_size, key.intermediate_size
@@ -113,6 +121,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     round_pair = make_round_pair(key.dtype)
     # NVFP4 weights carry 2^-10 (bf16) / 2^-7 (fp16) less than their value
     post = float32(1.0)
+    if fold and bf16:
+        post = float32(256.0)                 # e8m0_rows' factors carry 2^-8
     if nv:
         post = float32(1024.0) if bf16 else float32(128.0)
     bias16 = uint32(M126 if bf16 else M14)
@@ -181,6 +191,14 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     def weights16(ww, st, sa, sb, s2):
         """The A fragment of k-step st: 4 pairs in the dtype (see module doc)."""
         d0, d1, d2, d3 = decode(ww)
+        if fold:                  # both rows' factors of this k-step's group, one pair
+            if bf16:
+                f = e8m0_rows(sa, st // 2)
+                return (mul2_bf16_lo(d0, f), mul2_bf16_hi(d1, f), mul2_bf16_lo(d2, f),
+                        mul2_bf16_hi(d3, f))
+            f = f16_rows(sa, st // 2)
+            return (mul2_f16_lo(d0, f), mul2_f16_hi(d1, f), mul2_f16_lo(d2, f),
+                    mul2_f16_hi(d3, f))
         if nv:
             cg = s2[(sa >> uint32(8 * st)) & uint32(255)]
             cu = s2[(sb >> uint32(8 * st)) & uint32(255)]
@@ -192,13 +210,16 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
     def ntile(a0, a1, a2, a3, x, y, b0, b1, b2, b3, sl, sa, grp):
         """One n-tile's fragment through k-steps x (B: b0, b1) and y (b2, b3):
         NVFP4 accumulates in place; MXFP4 into a fresh fragment added times the
-        group's fp32 scales (bytes grp of row g and 2 + grp of row g+8 in sa)."""
+        group's fp32 scales (bytes grp of row g and 2 + grp of row g+8 in sa),
+        or as it is where the scales are folded into x and y."""
         if nv:
             a0, a1, a2, a3 = mma(x[0], x[1], x[2], x[3], b0, b1, a0, a1, a2, a3)
             return mma(y[0], y[1], y[2], y[3], b2, b3, a0, a1, a2, a3)
         z = float32(0.0)
         p0, p1, p2, p3 = mma(x[0], x[1], x[2], x[3], b0, b1, z, z, z, z)
         p0, p1, p2, p3 = mma(y[0], y[1], y[2], y[3], b2, b3, p0, p1, p2, p3)
+        if fold:
+            return a0 + p0, a1 + p1, a2 + p2, a3 + p3
         fg = sl[(sa >> uint32(8 * grp)) & uint32(255)]
         fu = sl[(sa >> uint32(16 + 8 * grp)) & uint32(255)]
         return a0 + p0 * fg, a1 + p1 * fg, a2 + p2 * fu, a3 + p3 * fu
@@ -507,14 +528,15 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
             info[0] = -1
             info[1] = 0
         cuda.syncthreads()
-        # the scale tables (made from the byte: no global load) and the
-        # active-expert bitmap; invalid routes zeroed (fc1) by CTA r % gy
-        for i in range(tid, 256, THREADS):
-            v = scale_value(i)
-            sl[i] = v
-            if nv:
-                h = pack16(v * nvmul)
-                s2[i] = h | (h << uint32(16))
+        # the scale tables (made from the byte: no global load; none where the
+        # key folds) and the active-expert bitmap; invalid routes zeroed (fc1) by CTA r % gy
+        if not fold:                                 # (a fold makes its scales)
+            for i in range(tid, 256, THREADS):
+                v = scale_value(i)
+                sl[i] = v
+                if nv:
+                    h = pack16(v * nvmul)
+                    s2[i] = h | (h << uint32(16))
         for r in range(tid, n_routes, THREADS):
             e = local_expert(ids, stride, r, emap, has_map, num_ids)
             if e >= 0:

@@ -83,14 +83,14 @@ from numba import cuda, float32, int32, int64, uint32, uint64
 from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_MTILES, WGMMA_V2_RING,
                          WGMMA_V2_WIDE_RING, LaunchKey, acc_route_words, gemm_threads,
                          is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
-from .common import (TILE_ROWS, Shape, make_decoder, make_pair16,
+from .common import (TILE_ROWS, Shape, e8m0_rows, f16_rows, make_decoder, make_pair16,
                      make_round_pair, tile_roles)
 from .gemm_mma import make_route_row
 from .intrinsics import SIM
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_async16_z, cp_commit, gaddr,
-                  e4m3x2_f16x2, inf_nan_f16x2, ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait,
-                  min_u16x2, mul2_bf16, mul2_bf16_hi, mul2_bf16_lo, mul2_f16, mul2_f16_hi,
-                  mul2_f16_lo, prmt, smem_u32, sts4)
+                  e4m3x2_f16x2, ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait, mul2_bf16,
+                  mul2_bf16_hi, mul2_bf16_lo, mul2_f16, mul2_f16_hi, mul2_f16_lo, prmt,
+                  smem_u32, sts4)
 from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
                     make_wgmma_wait, wgmma_commit, wgmma_desc_sw32, wgmma_fence)
 
@@ -213,32 +213,6 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             cp_async8_g(ss + uint32(8) * tid, ga)
         else:                                           # both rows in one word
             cp_async4_g(ss + uint32(4) * tid, ga)
-
-    @cuda.jit(device=True, inline=True)
-    def e8m0_rows(w, j):
-        """bf16 MXFP4 (fold1): the factors 2^(byte - 9) of group j for both rows
-        in one bf16 pair, row g's (byte j of w) in the low half, row g + 8's
-        (byte 2 + j) in the high; the multiplies take their half by operand
-        selector (mul2_bf16_lo / _hi).  Each half's exponent field is byte + 118
-        (the bytes placed by prmt, then x 128 + 118 x 128; no carry between the
-        halves below byte 394).  Byte 255 (NaN) gives 0xBA80, which the unsigned
-        16-bit min turns into 0x7FC0 (NaN); the fold's bytes 3..136 (field <=
-        254, 0x7F00) pass under it."""
-        p = prmt(w, uint32(0), uint32(0x4240 + 0x0101 * j))
-        return min_u16x2(p * uint32(128) + uint32(0x3B003B00), uint32(0x7FC07FC0))
-
-    @cuda.jit(device=True, inline=True)
-    def f16_rows(w, j):
-        """fp16 MXFP4: the factors 2^(byte - 113) of group j for both rows in one
-        fp16 pair (row g's, byte j of w, low; row g + 8's, byte 2 + j, high),
-        the decoder's 2^-14 taken back in the same factor: exponent field byte -
-        98 in each half (the bytes placed by prmt, then x 1024 - 98 x 1024 x
-        65537 mod 2^32, which leaves each half clean, and borrows nothing from
-        the high one, for low bytes 98 .. 129).  Bytes past 128 (255, NaN: the
-        fold's bytes are 104 .. 128) are clamped to 129, +inf, which
-        inf_nan_f16x2 turns into NaN."""
-        p = min_u16x2(prmt(w, uint32(0), uint32(0x4240 + 0x0101 * j)), uint32(0x00810081))
-        return inf_nan_f16x2(p * uint32(1024) + uint32(0x77FE7800))
 
     @cuda.jit(device=True, inline=True)
     def e4m3_rows(wg, wu, st):

@@ -47,7 +47,7 @@ __all__ = [
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DecodeConf", "DECODE_NARROW", "DECODE_WIDE",
-    "DECODE_WIDE_MIN_KTILES", "decode_conf", "decode_folds", "DECODE_ROUTE_CAP",
+    "DECODE_WIDE_MIN_KTILES", "decode_conf", "decode_folds", "DECODE_FOLD_WIDE_FC2_ONLY", "DECODE_ROUTE_CAP",
     "decode_max_tokens", "default_decode_cut", "expert_weight_bytes", "DECODE_ROUTED_BYTES",
     "DECODE_MIN_CUT",
     "decode_grid", "DECODE_RING",
@@ -692,9 +692,14 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                         hidden_size=hidden_size, intermediate_size=0, tile_n=COMBINE_TILE_N)
     if regime == "decode":
         half = V2_TILE_ROWS // 2 if is_gated(activation) else V2_TILE_ROWS
-        dg = "wgmma" if gemm == "wgmma" and format == "mxfp4" else ""
-        return (LaunchKey("decode_fc1", tile_n=half, gemm=dg, **common),
-                LaunchKey("decode_fc2", tile_n=V2_TILE_ROWS, gemm=dg, **common), combine)
+        # MXFP4 scales fold (decode_folds) where the packed GEMM is wgmma, except
+        # in a narrow decode_fc2 (DECODE_FOLD_WIDE_FC2_ONLY)
+        fold = gemm == "wgmma" and format == "mxfp4"
+        fold2 = fold and (not DECODE_FOLD_WIDE_FC2_ONLY or decode_conf(
+            "w2", v2_k_tiles(intermediate_size)).warps > DECODE_NARROW.warps)
+        return (LaunchKey("decode_fc1", tile_n=half, gemm="wgmma" if fold else "", **common),
+                LaunchKey("decode_fc2", tile_n=V2_TILE_ROWS, gemm="wgmma" if fold2 else "",
+                          **common), combine)
     b = int(block)
     if b not in BLOCK_SIZES:
         raise ValueError(f"block={b}: the block GEMMs take blocks of {BLOCK_SIZES} routes")
@@ -707,12 +712,23 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
                       **common), combine)
 
 
+# Where MXFP4 decode keys fold their scales (decode_folds): decode_fc1, and
+# decode_fc2 only on the wide CTA.  H100, T = 1, graph, us (performance.md
+# step 36; main / fold everywhere / fold but the narrow decode_fc2):
+#   qwen3-30b-a3b  29.2 / 30.8 / 29.0   gpt-oss-120b 49.3 / 47.7 / 47.9
+#   deepseek-v3   106.0 / 102.5 / 102.7
+# qwen3's narrow decode_fc2 folded (86 registers, was 123) runs as fast alone
+# (13.7 / 13.8) but 1.6 us slower chained after decode_fc1 (not explained).
+DECODE_FOLD_WIDE_FC2_ONLY = True
+
+
 def decode_folds(key: LaunchKey) -> bool:
     """Whether a decode kernel folds MXFP4's E8M0 scales into the decoded
     weights' packed multiply (common.e8m0_rows / f16_rows, as the v2 GEMM does),
     instead of adding each 32-group's fresh fragment times its fp32 scale from
-    a shared table: its key says 'wgmma', which pick_gemm gives only on sm_90
-    for scale bytes that fold exactly (wgmma_scale_fold_ok).  Each group still
+    a shared table: its key says 'wgmma', which launch_keys gives decode_fc1,
+    and decode_fc2 on its wide CTA, where the call's GEMM is wgmma (pick_gemm:
+    sm_90 and scale bytes that fold exactly, wgmma_scale_fold_ok).  Each group still
     accumulates into a fresh fragment, added in fp32: every product and sum is
     the table path's times a power of two, so the output bits are the same."""
     return key.format == "mxfp4" and key.gemm == "wgmma"

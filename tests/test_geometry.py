@@ -329,3 +329,23 @@ def test_default_decode_cut_follows_the_routed_weight_bytes():
                         decode_max_tokens=64)
     assert pinned.decode_cut == 64 and pinned.shapes_for(64)[0] == "decode"
     assert pinned.shapes_for(65)[0] == "packed"
+
+
+def test_decode_keys_fold_mxfp4_scales_where_the_gemm_is_wgmma():
+    """decode_fc1's MXFP4 key folds its scales where the call's GEMM is wgmma,
+    decode_fc2's only on its wide CTA (DECODE_FOLD_WIDE_FC2_ONLY); NVFP4 and the
+    other GEMMs keep the table (the same key as before)."""
+    def keys(fmt, gemm, i):
+        return geo.launch_keys("decode", None, format=fmt, activation="silu",
+                                    dtype="bfloat16", hidden_size=2048, intermediate_size=i,
+                                    has_bias=False, router_on_input=False, swiglu_limit=None,
+                                    swiglu_alpha=None, gemm=gemm)
+    for i, fc2 in ((768, False), (2048, True), (2880, True)):
+        k1, k2, _ = keys("mxfp4", "wgmma", i)
+        assert geo.decode_folds(k1) and geo.decode_folds(k2) == fc2, i
+        assert (geo.decode_conf("w2", geo.v2_k_tiles(i)).warps
+                > geo.DECODE_NARROW.warps) == fc2
+        assert not any(geo.decode_folds(k) for k in keys("mxfp4", "mma", i)[:2])
+        assert not any(geo.decode_folds(k) for k in keys("nvfp4", "wgmma", i)[:2])
+        if not fc2:                  # the narrow decode_fc2's key is the table's either way
+            assert keys("mxfp4", "mma", i)[1] == k2

@@ -49,8 +49,8 @@ def get_bool(name: str, default: bool) -> bool:
 
 def gemm_variant() -> str:
     """The packed regime's block GEMM as asked (which also says whether MXFP4's
-    decode keys fold their scales: geometry.decode_folds): 'auto' (default), 'mma' (tensor
-    cores), 'wgmma' (Hopper's warpgroup MMA, sm_90a only) or 'fma'.  Numba's
+    decode keys fold their scales: geometry.decode_folds): 'auto' (default),
+    'mma' (tensor cores), 'wgmma' (Hopper's warpgroup MMA, sm_90a only) or 'fma'.  Numba's
     simulator (NUMBA_ENABLE_CUDASIM=1) cannot run inline PTX, so it always gets
     'fma'.  'auto' is settled per device and weights by geometry.pick_gemm.  The one
     place that reads PYMOE_GEMM: launch keys carry the choice (LaunchKey.gemm)."""

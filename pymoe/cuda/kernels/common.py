@@ -63,7 +63,8 @@ __all__ = ["scale_lut", "make_scale_value", "Shape", "shape_of", "fill_tables",
            "make_fc1_epilogue", "make_fc1_epilogue_parts", "make_pair16", "make_round_pair",
            "make_fc2_epilogue", "make_fc2_epilogue_parts", "make_row_map", "tile_roles",
            "activation_code", "activation_arg", "SROW", "M126", "M14", "make_decoder",
-           "make_cta_expert", "e8m0_rows", "f16_rows", "ACC_ALIGN", "EPI_VEC", "lds_f4", "epilogue_vec", "make_pack2"]
+           "make_cta_expert", "e8m0_rows", "f16_rows", "ACC_ALIGN", "EPI_VEC", "lds_f4",
+           "epilogue_vec", "make_pack2"]
 
 THREADS = GEMM_THREADS
 TILE_ROWS = GEMM_TILE_ROWS

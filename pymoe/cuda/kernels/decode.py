@@ -63,11 +63,13 @@ import numpy as np
 from numba import cuda, float32, int16, int32, int64, uint32
 
 from ...geometry import (DECODE_NARROW, DECODE_ROUTE_CAP, V2_LANE_WORDS, V2_TILE_K, V2_TILE_ROWS,
-                         LaunchKey, decode_conf, decode_folds, decode_ring_stages, decode_row_group,
+                         LaunchKey, decode_conf, decode_folds, decode_ring_stages,
+                         decode_row_group,
                          is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from ...dtypes import round_to
 from ...ref.layout import decode_pairs
-from .common import M14, M126, e8m0_rows, f16_rows, make_decoder, make_scale_value, make_fc1_epilogue, make_fc2_epilogue, make_round_pair
+from .common import (M14, M126, e8m0_rows, f16_rows, make_decoder, make_fc1_epilogue,
+                     make_fc2_epilogue, make_round_pair, make_scale_value)
 from .intrinsics import SIM, act_code, bf16_to_f32, f32_to_bf16, make_act_io
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_commit, f2h, gaddr, h2f, ld_nc1,
                   lds1, lds2, lds4, make_cp_wait, mma_bf16, mma_f16, mul2_bf16, mul2_bf16_hi,
@@ -529,7 +531,8 @@ def _build(key: LaunchKey, which: str) -> KernelSpec:
             info[1] = 0
         cuda.syncthreads()
         # the scale tables (made from the byte: no global load; none where the
-        # key folds) and the active-expert bitmap; invalid routes zeroed (fc1) by CTA r % gy
+        # key folds) and the active-expert bitmap; invalid routes zeroed (fc1)
+        # by CTA r % gy
         if not fold:                                 # (a fold makes its scales)
             for i in range(tid, 256, THREADS):
                 v = scale_value(i)

@@ -337,9 +337,9 @@ def test_decode_keys_fold_mxfp4_scales_where_the_gemm_is_wgmma():
     other GEMMs keep the table (the same key as before)."""
     def keys(fmt, gemm, i):
         return geo.launch_keys("decode", None, format=fmt, activation="silu",
-                                    dtype="bfloat16", hidden_size=2048, intermediate_size=i,
-                                    has_bias=False, router_on_input=False, swiglu_limit=None,
-                                    swiglu_alpha=None, gemm=gemm)
+                               dtype="bfloat16", hidden_size=2048, intermediate_size=i,
+                               has_bias=False, router_on_input=False, swiglu_limit=None,
+                               swiglu_alpha=None, gemm=gemm)
     for i, fc2 in ((768, False), (2048, True), (2880, True)):
         k1, k2, _ = keys("mxfp4", "wgmma", i)
         assert geo.decode_folds(k1) and geo.decode_folds(k2) == fc2, i

@@ -2,7 +2,7 @@
 # now fold MXFP4 scales on sm_90, and that session ran only test_gpu.py on a GPU.
 # Run from the repository root with carry [".whl", ".revs"]; .revs/packs.tgz should
 # hold pack/wt_gpu (tools/ptx_pack.py pack pack/wt_gpu --gpu-suite) and pack/wt_fold
-# (PYTHONPATH=.revs:. ... --case-list foldcases:CASES, the bit test's cases), packed
+# (... --case-list tests.cuda.test_gpu:FOLD_CASES, the bit test's cases), packed
 # from this tree (the pack's source hash must match).  Plain in 3 shards beside
 # memcheck in 3 (tools/gpu_suite.sh), about 9 min; then the peers' T = 1 rows.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit

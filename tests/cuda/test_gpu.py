@@ -69,11 +69,14 @@ def test_deterministic(case):
     check_case(case, device=True, repeats=5)
 
 
-@pytest.mark.parametrize("case", [
+FOLD_CASES = [
     Case(1, 2880, 2880, 8, 4, activation="swigluoai", layout="interleaved", bias=True, seed=3),
     Case(3, 256, 2080, 8, 2, dtype="float16", seed=4, why="fp16, the wide decode_fc2 CTA"),
     Case(12, 256, 144, 1, 1, on_input=True, seed=5, why="two n-tiles a pass, router on input"),
-], ids=str)
+]
+
+
+@pytest.mark.parametrize("case", FOLD_CASES, ids=str)
 def test_decode_fold_is_the_table_bit_for_bit(case, monkeypatch):
     """Where the packed GEMM is wgmma (sm_90, scale bytes that fold), MXFP4's
     decode keys fold the E8M0 scales into the weights' packed multiply

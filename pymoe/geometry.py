@@ -47,7 +47,7 @@ __all__ = [
     "wgmma_scale_fold_ok", "pick_gemm", "WGMMA_CC",
     "DEQUANT_THREADS", "V2_TILE_ROWS", "V2_TILE_K", "V2_LANE_WORDS", "v2_row_tiles",
     "v2_k_tiles", "v2_scale_bytes", "DecodeConf", "DECODE_NARROW", "DECODE_WIDE",
-    "DECODE_WIDE_MIN_KTILES", "decode_conf", "decode_folds", "DECODE_FOLD_WIDE_FC2_ONLY",
+    "DECODE_WIDE_MIN_KTILES", "decode_conf", "decode_folds",
     "DECODE_ROUTE_CAP",
     "decode_max_tokens", "default_decode_cut", "expert_weight_bytes", "DECODE_ROUTED_BYTES",
     "DECODE_MIN_CUT",
@@ -694,10 +694,10 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
     if regime == "decode":
         half = V2_TILE_ROWS // 2 if is_gated(activation) else V2_TILE_ROWS
         # MXFP4 scales fold (decode_folds) where the packed GEMM is wgmma, except
-        # in a narrow decode_fc2 (DECODE_FOLD_WIDE_FC2_ONLY)
+        # in a narrow decode_fc2 (the figures above decode_folds)
         fold = gemm == "wgmma" and format == "mxfp4"
-        fold2 = fold and (not DECODE_FOLD_WIDE_FC2_ONLY or decode_conf(
-            "w2", v2_k_tiles(intermediate_size)).warps > DECODE_NARROW.warps)
+        fold2 = fold and decode_conf("w2", v2_k_tiles(intermediate_size)).warps \
+            > DECODE_NARROW.warps
         return (LaunchKey("decode_fc1", tile_n=half, gemm="wgmma" if fold else "", **common),
                 LaunchKey("decode_fc2", tile_n=V2_TILE_ROWS, gemm="wgmma" if fold2 else "",
                           **common), combine)
@@ -720,9 +720,6 @@ def launch_keys(regime: str, block: int | None, *, format: str, activation: str,
 #   deepseek-v3   106.0 / 102.5 / 102.7
 # qwen3's narrow decode_fc2 folded (86 registers, was 123) runs as fast alone
 # (13.7 / 13.8) but 1.6 us slower chained after decode_fc1 (not explained).
-DECODE_FOLD_WIDE_FC2_ONLY = True
-
-
 def decode_folds(key: LaunchKey) -> bool:
     """Whether a decode kernel folds MXFP4's E8M0 scales into the decoded
     weights' packed multiply (common.e8m0_rows / f16_rows, as the v2 GEMM does),

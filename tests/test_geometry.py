@@ -333,7 +333,7 @@ def test_default_decode_cut_follows_the_routed_weight_bytes():
 
 def test_decode_keys_fold_mxfp4_scales_where_the_gemm_is_wgmma():
     """decode_fc1's MXFP4 key folds its scales where the call's GEMM is wgmma,
-    decode_fc2's only on its wide CTA (DECODE_FOLD_WIDE_FC2_ONLY); NVFP4 and the
+    decode_fc2's only on its wide CTA (launch_keys' rule); NVFP4 and the
     other GEMMs keep the table (the same key as before)."""
     def keys(fmt, gemm, i):
         return geo.launch_keys("decode", None, format=fmt, activation="silu",

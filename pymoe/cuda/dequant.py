@@ -44,7 +44,7 @@ def dequant(experts, which: str, expert: int | None = None, *,
     if out.size:
         resolve(key, st).prepare(
             (n_exp * rows, -(-kdim // key.tile_n)),
-            (words, getattr(ew, which + "_scales"), ew.scale_lut, g, rows, g_rows, gcols,
+            (words, getattr(ew, which + "_scales"), g, rows, g_rows, gcols,
              int(bool(apply_global)), row0, out))(st)
     shape = (rows, kdim) if expert is not None else (n_exp, rows, kdim)
     return out.reshape(shape)

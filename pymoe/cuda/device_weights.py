@@ -20,7 +20,6 @@ import numpy as np
 from ..geometry import WGMMA_FOLD_BYTES, LaunchKey, wgmma_scale_fold_ok
 from ..ref.layout import pack as layout_pack
 from ..weights import ExpertWeights
-from .kernels.common import scale_lut
 from .kernels.intrinsics import SIM
 
 __all__ = ["DeviceWeights", "to_device", "check_gemm_scales"]
@@ -31,7 +30,6 @@ class DeviceWeights(ExpertWeights):
     """ExpertWeights on device ``device_id``, with the kernels' views of them:
 
     w13_words / w2_words  uint32 views of w13 / w2 (8 FP4 values per word)
-    scale_lut             float32 [256]: scale byte -> its value / 4 (E8M0 or E4M3)
     w13_v2 / w2_v2        uint32: the weights in layout v2 (pymoe/ref/layout.py),
                           flat, read by the decode kernels
     w13_v2_scales / w2_v2_scales  uint32 views of their v2 scale bytes
@@ -47,7 +45,6 @@ class DeviceWeights(ExpertWeights):
     """
     w13_words: Any
     w2_words: Any
-    scale_lut: Any
     w13_v2: Any
     w13_v2_scales: Any
     w2_v2: Any
@@ -62,9 +59,8 @@ class DeviceWeights(ExpertWeights):
     @property
     def device_nbytes(self) -> int:
         """Bytes these weights hold on the GPU: the packed rows (when uploaded),
-        layout v2, scales, globals, biases and the scale table."""
-        v2 = (self.w13_v2, self.w13_v2_scales, self.w2_v2, self.w2_v2_scales,
-              self.scale_lut)
+        layout v2, scales, globals and biases."""
+        v2 = (self.w13_v2, self.w13_v2_scales, self.w2_v2, self.w2_v2_scales)
         return self.nbytes + sum(int(a.nbytes) for a in v2)
 
     def __repr__(self) -> str:
@@ -150,7 +146,6 @@ def to_device(experts: ExpertWeights, *, packed_rows: bool = True) -> DeviceWeig
         words = {"w13": None, "w2": None}
     d = DeviceWeights(**base,
                       w13_words=words["w13"], w2_words=words["w2"],
-                      scale_lut=xp.asarray(scale_lut(experts.format)),
                       **v2, scale_bytes=_scale_bytes(experts), device_id=dev)
     if not SIM:     # the uploads and the layout-v2 packing ran on the current stream:
         xp.cuda.get_current_stream().synchronize()   # done before any stream reads them

@@ -40,7 +40,7 @@ def prepare_fc1(x, experts, topk_weights, packed_route_indices, block_expert_ids
          x.shape[0] * top_k, top_k, topk_weights,
          experts.w13_v2 if v2 else experts.w13_words,
          experts.w13_v2_scales if v2 else experts.w13_scales,
-         experts.scale_lut, experts.w13_global, experts.w13_bias, intermediate) + extra,
+         experts.w13_global, experts.w13_bias, intermediate) + extra,
         dependent=dependent)
 
 

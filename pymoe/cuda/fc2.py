@@ -34,7 +34,7 @@ def prepare_fc2(intermediate, experts, topk_weights, packed_route_indices, block
          route_out.shape[0], 1, topk_weights,
          experts.w2_v2 if v2 else experts.w2_words,
          experts.w2_v2_scales if v2 else experts.w2_scales,
-         experts.scale_lut, experts.w2_global, experts.w2_bias, route_out),
+         experts.w2_global, experts.w2_bias, route_out),
         dependent=dependent)
 
 

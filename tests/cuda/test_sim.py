@@ -116,9 +116,9 @@ def test_sim_to_device_without_packed_rows():
 
 @pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
 def test_sim_scale_value_is_the_table(fmt):
-    """The decode kernels make their scale tables from the byte
+    """Every kernel makes its scale values from the byte
     (common.make_scale_value): every one of the 256 bytes gives the bits of
-    scale_lut(fmt) * 4, the table the packed kernels load (NaN as 0x7FC00000)."""
+    scale_lut(fmt) * 4, the values the reference tables hold (NaN as 0x7FC00000)."""
     import numpy as np
     from pymoe.cuda.kernels.common import make_scale_value, scale_lut
 
@@ -135,3 +135,39 @@ def test_sim_scale_value_is_the_table(fmt):
     want_bits = np.where(np.isnan(want), np.uint32(0x7FC00000), want.view(np.uint32))
     assert np.array_equal(got.view(np.uint32), want_bits), \
         np.nonzero(got.view(np.uint32) != want_bits)[0][:8]
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
+def test_sim_fill_tables_are_the_tables(fmt):
+    """The plain GEMM's shared tables (common.make_fill_tables, no global
+    table): f4 the 16 codes' quarters, sl every scale byte's scale_lut(fmt)
+    entry bit for bit (NaN where it is NaN), filled by a CTA of 64 threads, so
+    each thread makes several entries."""
+    import numpy as np
+    from numba import float32
+    from pymoe.cuda.kernels.common import make_fill_tables, scale_lut
+    from pymoe.formats import FP4_VALUES
+
+    fill_tables = make_fill_tables(fmt)
+
+    @cuda.jit
+    def fill(f4_out, sl_out):
+        f4 = cuda.shared.array(16, float32)
+        sl = cuda.shared.array(256, float32)
+        fill_tables(f4, sl, 64)
+        cuda.syncthreads()
+        i = cuda.threadIdx.x
+        if i < 16:
+            f4_out[i] = f4[i]
+        for j in range(i, 256, 64):
+            sl_out[j] = sl[j]
+
+    f4 = np.full(16, np.nan, np.float32)
+    sl = np.full(256, np.nan, np.float32)
+    fill[1, 64](f4, sl)
+    assert np.array_equal(f4, (np.asarray(FP4_VALUES, np.float64) * 4).astype(np.float32))
+    want = scale_lut(fmt)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(sl), nan)
+    assert np.array_equal(sl.view(np.uint32)[~nan], want.view(np.uint32)[~nan]), \
+        np.nonzero(sl.view(np.uint32) != want.view(np.uint32))[0][:8]

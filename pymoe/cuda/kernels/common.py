@@ -59,7 +59,7 @@ def make_pack2(dtype: str):
     lo in the low half: one cvt for both."""
     return pack_bf16x2 if dtype == "bfloat16" else pack_f16x2
 
-__all__ = ["scale_lut", "make_scale_value", "Shape", "shape_of", "fill_tables",
+__all__ = ["scale_lut", "make_scale_value", "Shape", "shape_of", "make_fill_tables",
            "make_fc1_epilogue", "make_fc1_epilogue_parts", "make_pair16", "make_round_pair",
            "make_fc2_epilogue", "make_fc2_epilogue_parts", "make_row_map", "tile_roles",
            "activation_code", "activation_arg", "SROW", "M126", "M14", "make_decoder",
@@ -164,17 +164,24 @@ def shape_of(key: LaunchKey, which: str) -> Shape:
     return Shape(key, which)
 
 
-@cuda.jit(device=True, inline=True)
-def fill_tables(f4, sl, lut, threads):
-    """Shared tables, filled once per CTA (call before a __syncthreads):
-    f4[16]: code -> 4x its E2M1 value (16 entries in 16 banks: a warp's lookups
-    never conflict); sl[256]: scale byte -> value/4, copied from the global
-    ``lut`` so the scale lookup costs a shared-memory, not a global, latency."""
-    tid = cuda.threadIdx.x
-    if tid < 16:
-        f4[tid] = fp4_quarters(tid)
-    for i in range(tid, 256, threads):
-        sl[i] = lut[i]
+def make_fill_tables(fmt: str):
+    """fill_tables(f4, sl, threads): the shared tables of the plain GEMM, filled
+    once per CTA (call before a __syncthreads): f4[16]: code -> 4x its E2M1
+    value (16 entries in 16 banks: a warp's lookups never conflict); sl[256]:
+    scale byte -> value / 4 (scale_lut(fmt), bit for bit: make_scale_value's
+    value x 1/4, a power of two), made from the byte, so a CTA waits on no
+    global load before its first lookup."""
+    scale_value = make_scale_value(fmt)
+
+    @cuda.jit(device=True, inline=True)
+    def fill_tables(f4, sl, threads):
+        tid = cuda.threadIdx.x
+        if tid < 16:
+            f4[tid] = fp4_quarters(tid)
+        for i in range(tid, 256, threads):
+            sl[i] = scale_value(i) * float32(0.25)
+
+    return fill_tables
 
 
 def make_pair16(dtype: str):

@@ -53,7 +53,7 @@ def build(key: LaunchKey) -> KernelSpec:
     pack2 = make_pack2(key.dtype)
 
     @cuda.jit(device=True, inline=True)
-    def body(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out, e, src, sb):
+    def body(x, pri, beid, n_routes, top_k, tw, w, s, g13, b13, out, e, src, sb):
         """The block's GEMM and epilogue: expert e (< 0: past the packed total), its
         slots' routes at src[sb * b ...] (pri and the CTA's block, or the CTA's
         own packed copy in shared memory and 0)."""
@@ -63,7 +63,7 @@ def build(key: LaunchKey) -> KernelSpec:
         acc = cuda.shared.array(acc_shape, float32, alignment=ACC_ALIGN)  # (0: dynamic)
         live = cuda.shared.array(b, int32)          # slot m holds a route (1) or padding
         if e >= 0:                                  # (uniform in the CTA)
-            gemm(acc, sb, e, n0, x, w, s, lut, src, n_routes, top_k, tw)
+            gemm(acc, sb, e, n0, x, w, s, src, n_routes, top_k, tw)
         pdl_trigger()           # fc2 may be scheduled once every CTA is here (the last
         #                         wave: earlier ones would take the slots of later ones)
         if tid < b:                                  # one load a slot, not one an output
@@ -123,24 +123,24 @@ def build(key: LaunchKey) -> KernelSpec:
         assert gemm_block_ctas(key.gemm, key.block) == 1, key
         block_pack = make_block_pack(nthr, b)
 
-        def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out, ids, stride,
+        def kernel(x, pri, beid, n_routes, top_k, tw, w, s, g13, b13, out, ids, stride,
                    emap, has_map, num_ids, n_exp, offsets, count):
             rt = cuda.shared.array(b, int32)        # the block's routes (n_routes: padding)
             e = int64(block_pack(cuda.blockIdx.y, ids, stride, n_routes, emap, has_map,
                                  num_ids, n_exp, pri, beid, offsets, count, rt))
-            body(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out, e, rt, 0)
+            body(x, pri, beid, n_routes, top_k, tw, w, s, g13, b13, out, e, rt, 0)
         extra = ("i4[]", "i8", "i4[]", "i8", "i8", "i8", "i4[]", "i4[]")
     else:
-        def kernel(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out):
+        def kernel(x, pri, beid, n_routes, top_k, tw, w, s, g13, b13, out):
             blk = cuda.blockIdx.y
             pdl_wait()          # a dependent launch (sm_90): the route pack is done
             e = cta_expert(beid, pri, blk, n_routes)
-            body(x, pri, beid, n_routes, top_k, tw, w, s, lut, g13, b13, out, e, pri, blk)
+            body(x, pri, beid, n_routes, top_k, tw, w, s, g13, b13, out, e, pri, blk)
         extra = ()
 
     sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
-                               "u4[]", sarg, "f4[]", "f4[]", "f4[]", act_code(key.dtype))
+                               "u4[]", sarg, "f4[]", "f4[]", act_code(key.dtype))
                       + extra,
                       nthr, arch_specific=key.gemm == "wgmma",
                       max_regs=gemm_max_regs(key.gemm, b, key.router_on_input),

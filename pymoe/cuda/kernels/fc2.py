@@ -48,7 +48,7 @@ def build(key: LaunchKey) -> KernelSpec:
     groups = tn // vec                          # its column groups a route
     mstep = nthr // groups                      # its routes a pass
 
-    def kernel(a, pri, beid, n_routes, top_k, tw, w, s, lut, g2, b2, route_out):
+    def kernel(a, pri, beid, n_routes, top_k, tw, w, s, g2, b2, route_out):
         tid = cuda.threadIdx.x
         n0 = cuda.blockIdx.x * tn
         blk = cuda.blockIdx.y                   # the CTA's (sub-)block
@@ -59,7 +59,7 @@ def build(key: LaunchKey) -> KernelSpec:
         acc = cuda.shared.array(acc_shape, float32, alignment=ACC_ALIGN)  # (0: dynamic)
         rs = cuda.shared.array(b, int32)            # slot m's route (-1: padding)
         ws = cuda.shared.array(b, float32)          # and its router weight
-        gemm(acc, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
+        gemm(acc, blk, e, n0, a, w, s, pri, n_routes, top_k, tw)
         pdl_trigger()           # the combine may be scheduled (see fc1)
         if tid < b:             # the route and weight loaded once a slot, not per output
             r = int64(pri[blk * b + tid])
@@ -103,7 +103,7 @@ def build(key: LaunchKey) -> KernelSpec:
     sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
     return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
                                "u4[]", sarg,
-                               "f4[]", "f4[]", "f4[]", "f4[]"), nthr,
+                               "f4[]", "f4[]", "f4[]"), nthr,
                       arch_specific=key.gemm == "wgmma",
                       max_regs=gemm_max_regs(key.gemm, b), dyn_smem=dyn)
 

@@ -1,6 +1,6 @@
 """The packed regime's block GEMM, as ``LaunchKey.gemm`` picks it.
 
-    gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
+    gemm(acc_tile, blk, e, n0, a, w, s, pri, n_routes, top_k, tw)
 
 'mma': tensor cores (gemm_mma, a = activations as uint32 words); 'wgmma':
 Hopper's warpgroup MMA (sm_90a, uint32 words too): gemm_wgmma_v2 on weight

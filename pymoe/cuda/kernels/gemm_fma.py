@@ -8,14 +8,14 @@ from __future__ import annotations
 from numba import cuda, float32, int64
 
 from ...geometry import LaunchKey
-from .common import SROW, THREADS, TILE_ROWS, Shape, fill_tables, tile_roles
+from .common import SROW, THREADS, TILE_ROWS, Shape, make_fill_tables, tile_roles
 from .intrinsics import make_act_io
 
 __all__ = ["make_tile_gemm"]
 
 
 def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
-    """gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
+    """gemm(acc_tile, blk, e, n0, a, w, s, pri, n_routes, top_k, tw)
 
     One CTA: the B activation rows of block ``blk`` (gather_tokens: x rows of
     the routes in packed_route_indices; else the block's own slot rows of the
@@ -23,6 +23,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     (gated w13: 32 gate rows n0.. and 32 up rows I+n0..), fp32, into
     acc_tile[B * TILE_ROWS] (shared).  Rows past the logical extent are 0."""
     load, _, round_ = make_act_io(key.dtype)
+    fill_tables = make_fill_tables(key.format)
     nv = sh.nv
     on_input, row_of, nout = tile_roles(key, gather_tokens)
     kdim, rows, words, chunks, sgroups = sh.k, sh.rows, sh.words, sh.chunks, sh.sgroups
@@ -35,13 +36,13 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     xa_n, wd_n = b * SROW, TILE_ROWS * SROW
 
     @cuda.jit(device=True, inline=True)
-    def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
+    def gemm(acc_tile, blk, e, n0, a, w, s, pri, n_routes, top_k, tw):
         tid = cuda.threadIdx.x
         xa = cuda.shared.array(xa_n, float32)            # activations [B, 32] (stride 33)
         wd = cuda.shared.array(wd_n, float32)            # decoded weights [64, 32]
         f4 = cuda.shared.array(16, float32)
         sl = cuda.shared.array(256, float32)
-        fill_tables(f4, sl, lut, THREADS)
+        fill_tables(f4, sl, THREADS)
         cuda.syncthreads()
         mg = tid // 16
         ng = tid % 16

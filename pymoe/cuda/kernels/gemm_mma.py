@@ -3,7 +3,7 @@ accumulate), FP4 decoded to 16-bit pairs in registers with byte permutes.
 
 Same contract as ``gemm_fma.make_tile_gemm`` (the plain twin the simulator runs):
 
-    gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
+    gemm(acc_tile, blk, e, n0, a, w, s, pri, n_routes, top_k, tw)
 
 leaves acc_tile[m * TILE_ROWS + lr] (shared, fp32) = sum_k act[m, k] * W[row(lr), k]
 for the B activation rows m of block ``blk`` and the 64 weight rows lr of expert
@@ -36,7 +36,8 @@ from __future__ import annotations
 from numba import cuda, float32, int64, uint32
 
 from ...geometry import LaunchKey
-from .common import THREADS, TILE_ROWS, Shape, make_pair16, make_round_pair, tile_roles
+from .common import (THREADS, TILE_ROWS, Shape, make_pair16, make_round_pair,
+                     make_scale_value, tile_roles)
 from .ptx import (gaddr, ld_nc1, ld_nc4, ld_nc_u8, mma_bf16, mma_f16, mul2_bf16, mul2_f16,
                   prmt)
 
@@ -183,6 +184,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     """Tensor-core twin of gemm_fma.make_tile_gemm (see the module docstring)."""
     bf16 = key.dtype == "bfloat16"
     pair16 = make_pair16(key.dtype)
+    scale_value = make_scale_value(key.format)
     mma = mma_bf16 if bf16 else mma_f16
     nv = sh.nv
     decode_pairs = make_decode_pairs(key.dtype, nv)
@@ -247,7 +249,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             xw[base + ((q + uint32(3)) ^ swm)] = prmt(v1, v3, uint32(0x7632))
 
     @cuda.jit(device=True, inline=True)
-    def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
+    def gemm(acc_tile, blk, e, n0, a, w, s, pri, n_routes, top_k, tw):
         tid = cuda.threadIdx.x
         warp = tid // 32
         lane = tid % 32
@@ -259,7 +261,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         sl = cuda.shared.array(256, float32)             # scale byte -> scale value
         s2 = cuda.shared.array(256, uint32)              # NVFP4: scale as 16-bit pair
         for i in range(tid, 256, THREADS):
-            v = lut[i] * float32(4.0)
+            v = scale_value(i)
             sl[i] = v
             if nv:
                 s2[i] = pair16(v)

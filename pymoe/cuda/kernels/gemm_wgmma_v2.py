@@ -5,7 +5,7 @@ The block-GEMM contract of kernels/gemm.py, with ``w`` / ``s`` the experts' v2
 words and v2 scale words (DeviceWeights.w13_v2 / w13_v2_scales, w2_v2 /
 w2_v2_scales):
 
-    gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw)
+    gemm(acc_tile, blk, e, n0, a, w, s, pri, n_routes, top_k, tw)
 
 leaves acc_tile[m * rows + 64 t + lr] = sum_k act[m, k] * W[row(t, lr), k] for
 the B routes m of block ``blk``, the CTA's m-tiles t (rows =
@@ -84,7 +84,7 @@ from ...geometry import (GEMM_TILE_ROWS, WGMMA_V2_MTILES, WGMMA_V2_RING,
                          WGMMA_V2_WIDE_RING, LaunchKey, acc_route_words, gemm_threads,
                          is_gated, v2_k_tiles, v2_row_tiles, v2_scale_bytes)
 from .common import (TILE_ROWS, Shape, e8m0_rows, f16_rows, make_decoder, make_pair16,
-                     make_round_pair, tile_roles)
+                     make_round_pair, make_scale_value, tile_roles)
 from .gemm_mma import make_route_row
 from .intrinsics import SIM
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_async16_z, cp_commit, gaddr,
@@ -138,6 +138,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     """The v2 twin of gemm_wgmma.make_tile_gemm (see the module docstring)."""
     bf16 = key.dtype == "bfloat16"
     pair16 = make_pair16(key.dtype)
+    scale_value = make_scale_value(key.format)
     nv = sh.nv
     b = block
     assert b in WGMMA_V2_MTILES, b
@@ -414,7 +415,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
 
     @cuda.jit(device=True, inline=True)
     def ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, stager, a, utid,
-                      avec, s2, lut, tid):
+                      avec, s2, tid):
         """The copies of k-tiles 0 .. ring - 3 (those < kt_n), one group each
         (empty past kt_n: the group count stays), then the scale table (the
         first iteration's barrier publishes it)."""
@@ -423,15 +424,15 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 copy_ktile(uint32(c0), ring_base + uint32(c0 * SLOT), gw0, gs0, gw1, gs1,
                            xoff, r0, r1, hh, stager, a, utid, avec)
             cp_commit()
-        fill_table(s2, lut, tid)
+        fill_table(s2, tid)
 
     @cuda.jit(device=True, inline=True)
-    def fill_table(s2, lut, tid):
+    def fill_table(s2, tid):
         """The shared scale table: scale byte -> its 16-bit pair x tmul (bf16
         NVFP4 only: the others make their scales in registers)."""
         if table:
             for i in range(tid, 256, nthr):
-                s2[i] = pair16(lut[i] * float32(4.0) * tmul)
+                s2[i] = pair16(scale_value(i) * tmul)
 
     @cuda.jit(device=True, inline=True)
     def ring_setup(acc_tile, a, tid):
@@ -552,7 +553,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     ring_rest = make_ring_steps(max(kt_left, 1))
 
     @cuda.jit(device=True, inline=True)
-    def gemm(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
+    def gemm(acc_tile, blk, e, n0, a, w, s, pri, n_routes, top_k, tw):
         tid = cuda.threadIdx.x
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
         gw, gs = lane_addrs(e, n0, tid, 0, w, s)
@@ -566,7 +567,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         r0 = route_src(off, mult, hh, a)
         ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
         ring_prologue(ring_base, gw, gs, gw, gs, xoff, r0, r0, hh, stager, a, utid, avec,
-                      s2, lut, tid)
+                      s2, tid)
         acc = fill(float32(0.0))
         dring = ring_desc(ring_base)
         c = uint32(0)
@@ -642,7 +643,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         loop64 = make_wide_loop(False)
 
     @cuda.jit(device=True, inline=True)
-    def gemm_wide(acc_tile, blk, e, n0, a, w, s, lut, pri, n_routes, top_k, tw):
+    def gemm_wide(acc_tile, blk, e, n0, a, w, s, pri, n_routes, top_k, tw):
         """The wide loop (blocks of 128, see the module doc): two m-tiles a
         warpgroup, each decoded and issued as its own wgmma group while the
         other's runs."""
@@ -659,7 +660,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         live1 = int64(pri[blk * b + 64]) < n_routes     # (uniform) routes 64.. hold one
         ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
         ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, True, a, utid, avec,
-                      s2, lut, tid)
+                      s2, tid)
         if live1:
             acc0, acc1 = loop128(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, a,
                                  utid, avec, s2)

@@ -1,0 +1,15 @@
+# Device call for step 37's wip/ring6 (six ring slots, 4 k-tiles ahead, at blocks
+# up to 32; docs/performance.md step 37), after docs/wip/pack-ring6.sh here.  Carry
+# [".whl", ".revs"].  About 6 min: the bench of both trees side by side (graph, L2
+# flushed), then ring6's wgmma and packed gpu tests.  Land where no row is slower
+# and the tests pass; a per-block rule if only some blocks gain.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit
+for n in main ring6; do
+  PYTHONPATH=/tmp/site:$PWD/.revs/$n python3 tools/ptx_pack.py install .revs/pack/${n}_bench --tree .revs/$n
+done
+(cd .revs/ring6 && PYTHONPATH=/tmp/site:. python3 tools/ptx_pack.py install ../pack/ring6_gpu --tree .)
+nvidia-smi --query-gpu=name --format=csv,noheader
+PRESETS=deepseek-v3,gpt-oss-120b,qwen3-30b-a3b TOK=8,64,256,512 BT=240 \
+  OUT=/tmp/b bash tools/bench_revs.sh .revs/main .revs/ring6 2>&1 | tail -n 16
+cd .revs/ring6 && PYTHONPATH=/tmp/site:. timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu \
+  tests/cuda/test_wgmma.py tests/cuda/test_self_pack.py -k "not fuzz" 2>&1 | tail -n 4

@@ -9,5 +9,7 @@ for x in main wip/ring6; do
   git archive $x pymoe tests tools pyproject.toml setup.cfg | tar -x -C $d
   PYTHONPATH=$d python tools/ptx_pack.py pack .revs/pack/${n}_bench --tree $d \
     --preset qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 8,64,256,512 --jobs 2
+  PYTHONPATH=$d python tools/ptx_pack.py pack .revs/pack/${n}_b16 --tree $d \
+    --preset deepseek-v3 --tokens 512 --block-size 16 --jobs 2
 done
 (cd .revs/ring6 && PYTHONPATH=. python tools/ptx_pack.py pack ../pack/ring6_gpu --gpu-suite --jobs 2)

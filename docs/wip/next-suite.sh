@@ -1,5 +1,6 @@
-# The whole gpu suite on the tree after step 36 (docs/performance.md): the decode keys
-# now fold MXFP4 scales on sm_90, and that session ran only test_gpu.py on a GPU.
+# The whole gpu suite on the tree after steps 36-37 (docs/performance.md): the decode
+# keys fold MXFP4 scales on sm_90 (only test_gpu.py ran on a GPU since), and the GEMMs
+# make their scale values from the byte, without the lut argument (not run on a GPU).
 # Run from the repository root with carry [".whl", ".revs"]; .revs/pack/wt_* from
 # docs/wip/pack.sh on this tree (the packs' source hash must match).  Plain in 3 shards beside
 # memcheck in 3 (tools/gpu_suite.sh), about 9 min; then the peers' T = 1 rows.

@@ -162,16 +162,24 @@ WGMMA_CC = (9, 0)
 # The wgmma GEMM reads weight layout v2 at every block (kernels/
 # gemm_wgmma_v2.py: 64 K and 4 wgmma an m-tile a k-tile), everything copied by
 # cp.async into a ring in the caller's fp32 accumulator tile (dynamic shared
-# memory): blocks up to 64 a ring of WGMMA_V2_RING slots, each a k-tile's
-# weights, scale words and activation image (9 KB at B = 32, MXFP4), fed 2
-# k-tiles ahead; blocks of 128 the wide loop (below).  Blocks of 64 loaded
+# memory): blocks up to 64 a ring of WGMMA_V2_RING[B] slots, each a k-tile's
+# weights, scale words and activation image (9 KB at B = 32, MXFP4), fed
+# slots - 2 k-tiles ahead; blocks of 128 the wide loop (below).  Blocks of 64 loaded
 # through registers until the ring's image took the 32-byte swizzle (a copy
 # then fetches each sector once: performance.md Speed II steps 18-19).  H200,
 # graph replay, us (one run; MXFP4 / bf16), blocks of 64 through registers ->
 # on the ring:
 #   qwen3-30b-a3b T = 512 (mean 32): 299.2 -> 233.2   1024 (64): 436.4 -> 342.0
 #   gpt-oss-120b  T = 1024 (32): 1322.4 -> 999.8      2048 (64): 1893.4 -> 1457.7
-WGMMA_V2_RING = 4
+# Six slots (4 k-tiles ahead) at B = 32, where they cost no CTA an SM (54 KB at
+# MXFP4, 3 CTAs an SM under the 80-register cap: 162 KB); four elsewhere: six cost
+# a CTA an SM at 64 (step 19: 7-9% slower) and run slower at 8 / 16.  H100, graph,
+# us (performance.md step 37; four everywhere / six up to 32 / six at 32 only):
+#   deepseek-v3   T = 64 (B = 8) 1894.6 / 1953.9 / 1893.1   512 (32) 2525.0 / 2444.6 / 2443.6
+#   gpt-oss-120b  T = 64 (8) 559.5 / 567.7 / 560.2          512 (32) 770.3 / 720.1 / 720.3
+#   qwen3-30b-a3b T = 8 (8) 84.3 / 88.0 / 84.3   64 (8) 150.3 / 153.5 / 150.3
+#                 256 (32) 186.9 / 176.0 / 176.0
+WGMMA_V2_RING = {8: 4, 16: 4, 32: 6, 64: 4}
 # ... with WGMMA_V2_WARPGROUPS warpgroups a CTA on that one B ring: each
 # multiplies its own 64 weight rows (warps 4g..4g+3: row tiles of the CTA's
 # 64 g .. 64 g + 63), so the block's activations are staged (and the ring fenced

@@ -57,15 +57,16 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
     when routes 64 .. 127 are all padding, in a second copy of the loop chosen
     once a CTA (a branch inside the loop makes ptxas retire both groups before
     the second decode: step 13 of docs/performance.md).
-  * the ring loop (B <= 64): WGMMA_V2_RING slots, each a
+  * the ring loop (B <= 64): WGMMA_V2_RING[B] slots, each a
     k-tile's weights (16 bytes a thread), scale word(s) and image, every byte
     copied by cp.async (activations zero-filled past K and in padding; a router
     weight on the input, or a base not 16-byte aligned, goes through registers
-    and st.shared instead), 2 k-tiles ahead.  Iteration c: cp.async.wait_group 1
-    (k-tile c landed), the proxy fence where activations went through
-    registers (cp.async's own writes need none: triton_kernels fences none,
-    and dropping it measured the same), barrier (every warp past k-tile c - 2);
-    copies of k-tile c + 2 into the slot k-tile c - 2 used; weights and scales
+    and st.shared instead), S - 2 k-tiles ahead (S slots).  Iteration c:
+    cp.async.wait_group S - 3 (k-tile c landed), the proxy fence where
+    activations went through registers (cp.async's own writes need none:
+    triton_kernels fences none, and dropping it measured the same), barrier
+    (every warp past k-tile c - 2); copies of k-tile c + S - 2 into the slot
+    k-tile c - 2 used; weights and scales
     from shared memory; wgmma.wait_group 0 (k-tile c - 1, whose A registers are
     written next); decode; 4 wgmma.  No global load into registers is in flight
     at a fence, whose MEMBAR.ALL.CTA waits for every one.
@@ -120,8 +121,8 @@ def slot_bytes(block: int, fmt: str) -> int:
 
 def ring_slots(block: int) -> int:
     """Slots of the cp.async ring: WGMMA_V2_WIDE_RING for the wide loop, else
-    WGMMA_V2_RING."""
-    return WGMMA_V2_WIDE_RING if WGMMA_V2_MTILES[block] > 1 else WGMMA_V2_RING
+    WGMMA_V2_RING[block]."""
+    return WGMMA_V2_WIDE_RING if WGMMA_V2_MTILES[block] > 1 else WGMMA_V2_RING[block]
 
 
 def acc_tile_words(block: int, fmt: str = "mxfp4") -> int:

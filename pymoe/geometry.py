@@ -173,8 +173,8 @@ WGMMA_CC = (9, 0)
 #   gpt-oss-120b  T = 1024 (32): 1322.4 -> 999.8      2048 (64): 1893.4 -> 1457.7
 # Six slots (4 k-tiles ahead) at B = 32, where they cost no CTA an SM (54 KB at
 # MXFP4, 3 CTAs an SM under the 80-register cap: 162 KB); four elsewhere: six cost
-# a CTA an SM at 64 (step 19: 7-9% slower) and run slower at 8 / 16.  H100, graph,
-# us (performance.md step 37; four everywhere / six up to 32 / six at 32 only):
+# a CTA an SM at 64 (step 19: 7-9% slower) and ran slower at 8 (16 not timed).  H100,
+# graph, us (performance.md step 37; four everywhere / six up to 32 / six at 32 only):
 #   deepseek-v3   T = 64 (B = 8) 1894.6 / 1953.9 / 1893.1   512 (32) 2525.0 / 2444.6 / 2443.6
 #   gpt-oss-120b  T = 64 (8) 559.5 / 567.7 / 560.2          512 (32) 770.3 / 720.1 / 720.3
 #   qwen3-30b-a3b T = 8 (8) 84.3 / 88.0 / 84.3   64 (8) 150.3 / 153.5 / 150.3

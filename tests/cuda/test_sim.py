@@ -114,13 +114,22 @@ def test_sim_to_device_without_packed_rows():
     assert full.device_nbytes - lean.device_nbytes == packed
 
 
+def _scale_values(fmt):
+    """float32[256]: each scale byte's value by the format's own decoder."""
+    import numpy as np
+    from pymoe import formats
+    b = np.arange(256, dtype=np.uint8)
+    v = formats.decode_e8m0(b) if fmt == "mxfp4" else formats.decode_e4m3(b)
+    return np.asarray(v, np.float64).astype(np.float32)
+
+
 @pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
 def test_sim_scale_value_is_the_table(fmt):
     """Every kernel makes its scale values from the byte
     (common.make_scale_value): every one of the 256 bytes gives the bits of
-    scale_lut(fmt) * 4, the values the reference tables hold (NaN as 0x7FC00000)."""
+    the format's decoder (pymoe.formats), NaN as 0x7FC00000."""
     import numpy as np
-    from pymoe.cuda.kernels.common import make_scale_value, scale_lut
+    from pymoe.cuda.kernels.common import make_scale_value
 
     scale_value = make_scale_value(fmt)
 
@@ -131,7 +140,7 @@ def test_sim_scale_value_is_the_table(fmt):
 
     got = np.full(256, np.nan, np.float32)
     fill[1, 256](got)
-    want = scale_lut(fmt) * np.float32(4.0)
+    want = _scale_values(fmt)
     want_bits = np.where(np.isnan(want), np.uint32(0x7FC00000), want.view(np.uint32))
     assert np.array_equal(got.view(np.uint32), want_bits), \
         np.nonzero(got.view(np.uint32) != want_bits)[0][:8]
@@ -140,12 +149,12 @@ def test_sim_scale_value_is_the_table(fmt):
 @pytest.mark.parametrize("fmt", ["mxfp4", "nvfp4"])
 def test_sim_fill_tables_are_the_tables(fmt):
     """The plain GEMM's shared tables (common.make_fill_tables, no global
-    table): f4 the 16 codes' quarters, sl every scale byte's scale_lut(fmt)
-    entry bit for bit (NaN where it is NaN), filled by a CTA of 64 threads, so
-    each thread makes several entries."""
+    table): f4 the 16 codes' quarters, sl every scale byte's value / 4 bit for
+    bit (NaN where it is NaN), filled by a CTA of 64 threads, so each thread
+    makes several entries."""
     import numpy as np
     from numba import float32
-    from pymoe.cuda.kernels.common import make_fill_tables, scale_lut
+    from pymoe.cuda.kernels.common import make_fill_tables
     from pymoe.formats import FP4_VALUES
 
     fill_tables = make_fill_tables(fmt)
@@ -166,7 +175,7 @@ def test_sim_fill_tables_are_the_tables(fmt):
     sl = np.full(256, np.nan, np.float32)
     fill[1, 64](f4, sl)
     assert np.array_equal(f4, (np.asarray(FP4_VALUES, np.float64) * 4).astype(np.float32))
-    want = scale_lut(fmt)
+    want = (_scale_values(fmt).astype(np.float64) / 4).astype(np.float32)
     nan = np.isnan(want)
     assert np.array_equal(np.isnan(sl), nan)
     assert np.array_equal(sl.view(np.uint32)[~nan], want.view(np.uint32)[~nan]), \

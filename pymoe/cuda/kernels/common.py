@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int64, uint32
 
-from ... import formats
 from ...geometry import (GEMM_THREADS, GEMM_TILE_ROWS, LaunchKey, fc1_rows, gemm_block_ctas,
                          gemm_cta_block, is_gated, padded_k)
 from .intrinsics import SIM, act_code, as_bits, as_float, f32_to_bf16, fp4_quarters, sigmoid
@@ -59,7 +58,7 @@ def make_pack2(dtype: str):
     lo in the low half: one cvt for both."""
     return pack_bf16x2 if dtype == "bfloat16" else pack_f16x2
 
-__all__ = ["scale_lut", "make_scale_value", "Shape", "shape_of", "make_fill_tables",
+__all__ = ["make_scale_value", "Shape", "shape_of", "make_fill_tables",
            "make_fc1_epilogue", "make_fc1_epilogue_parts", "make_pair16", "make_round_pair",
            "make_fc2_epilogue", "make_fc2_epilogue_parts", "make_row_map", "tile_roles",
            "activation_code", "activation_arg", "SROW", "M126", "M14", "make_decoder",
@@ -72,13 +71,6 @@ TILE_ROWS = GEMM_TILE_ROWS
 # threads writing one K column (or the 16 reading one) hit 32 different banks
 # (a stride of 32 made every one of those accesses a 16-32-way bank conflict).
 SROW = 33
-
-
-def scale_lut(fmt: str) -> np.ndarray:
-    """float32[256]: scale byte -> its value / 4 (the FP4 decode yields 4x)."""
-    b = np.arange(256, dtype=np.uint8)
-    v = formats.decode_e8m0(b) if fmt == "mxfp4" else formats.decode_e4m3(b)
-    return (np.asarray(v, np.float64) / 4).astype(np.float32)
 
 
 class Shape:
@@ -101,9 +93,9 @@ class Shape:
 def make_scale_value(fmt: str):
     """scale_value(i) -> float32: scale byte i's value (E8M0 for MXFP4, E4M3 for
     NVFP4), made from the byte with no memory access: bit for bit
-    scale_lut(fmt)[i] * 4, NaN as 0x7FC00000 (tests/cuda/test_sim.py checks all
-    256 bytes).  The decode kernels fill their shared tables with it, so a CTA
-    does not wait on a global load of the table at its start."""
+    pymoe.formats.decode_e8m0 / decode_e4m3 of i, NaN as 0x7FC00000
+    (tests/cuda/test_sim.py checks all 256 bytes).  Every kernel makes its
+    scale values with it, so no CTA waits on a global load of a table."""
     if fmt == "mxfp4":
         @cuda.jit(device=True, inline=True)
         def scale_value(i):
@@ -168,8 +160,8 @@ def make_fill_tables(fmt: str):
     """fill_tables(f4, sl, threads): the shared tables of the plain GEMM, filled
     once per CTA (call before a __syncthreads): f4[16]: code -> 4x its E2M1
     value (16 entries in 16 banks: a warp's lookups never conflict); sl[256]:
-    scale byte -> value / 4 (scale_lut(fmt), bit for bit: make_scale_value's
-    value x 1/4, a power of two), made from the byte, so a CTA waits on no
+    scale byte -> value / 4 (make_scale_value's value x 1/4, a power of two,
+    so exact), made from the byte, so a CTA waits on no
     global load before its first lookup."""
     scale_value = make_scale_value(fmt)
 

@@ -41,7 +41,7 @@ def _build(key, which: str) -> KernelSpec:
             return
         row = row0 + lrow                            # global row e*N + n
         word = int64(w[row * words + kk // 8])
-        sc = scale_value(s[row * sg + kk // group]) * float32(0.25)     # scale_lut's
+        sc = scale_value(s[row * sg + kk // group]) * float32(0.25)     # value / 4
         v = fp4_quarters((word >> (4 * (kk % 8))) & 15) * sc
         if nv and apply_g != 0:
             e = row // rows

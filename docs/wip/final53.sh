@@ -10,7 +10,7 @@ for d in .revs/pack/wt_* .revs/pack/ab_main; do PYTHONPATH=/tmp/site:$PWD python
 echo "installed in $SECONDS s"
 export OMP_NUM_THREADS=3 PYTHONDONTWRITEBYTECODE=1
 for i in 0 1 2 3 4; do
-  PYTHONPATH=/tmp/site:$PWD timeout ${SUITE_S:-350} python3 -m pytest -q -p no:cacheprovider -m gpu tests --shard $i/5 -rfE \
+  PYTHONPATH=/tmp/site:$PWD timeout ${SUITE_S:-320} python3 -m pytest -q -p no:cacheprovider -m gpu tests --shard $i/5 -rfE \
     --deselect tests/cuda/test_launch.py::test_disk_cache_fresh_process_compiles_nothing_and_corrupt_entries_recompile \
     > $OUT/s$i.log 2>&1 &
 done
@@ -19,6 +19,6 @@ for i in 0 1 2 3 4; do
   f=$OUT/s$i.log; echo "== shard $i"; grep -E "^(FAILED|ERROR) " $f | head -n 8; tail -n 1 $f | cut -c1-120
 done
 echo "suite done at $SECONDS s"
-PRESETS=qwen3-30b-a3b,gpt-oss-120b TOK=512,1024,4096 BT=100 OUT=$OUT/b1 bash tools/bench_revs.sh . .revs/knobs 2>&1 | tail -n 7
-PRESETS=qwen3-30b-a3b TOK=512,1024,4096 BT=60 OUT=$OUT/b2 bash tools/bench_revs.sh .revs/knobs . 2>&1 | tail -n 4
+PRESETS=qwen3-30b-a3b,gpt-oss-120b TOK=512,1024,4096 BT=90 OUT=$OUT/b1 bash tools/bench_revs.sh . .revs/knobs 2>&1 | tail -n 7
+[ -n "${REVERSE:-}" ] && PRESETS=qwen3-30b-a3b TOK=512,1024,4096 BT=60 OUT=$OUT/b2 bash tools/bench_revs.sh .revs/knobs . 2>&1 | tail -n 4
 echo "total $SECONDS s"

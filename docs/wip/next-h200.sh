@@ -1,6 +1,6 @@
 # The next device call (docs/performance.md step 33), run from the repository root with
-# carry [".whl", ".revs"] (.revs/pack/wt_*: docs/wip/pack.sh, the bench's kernels packed
-# off the device), about 3 min, ideally on an H200:
+# carry [".whl", ".revs/packs.tgz"] (docs/wip/pack.sh: the bench's kernels among them,
+# packed off the device), about 3 min, ideally on an H200:
 #   1. tools/probe_flush.py: what the bench's L2 flush (a 256 MB write that leaves the L2
 #      dirty) adds to a read of S bytes and to an empty graph;
 #   2. tools/probe_decode_floor.py, now without CUDA_LAUNCH_BLOCKING (step 33: its H200
@@ -11,6 +11,7 @@
 #   python3 .peers/bench_peers.py --peers floor,pymoe,marlin,tk \
 #     --preset gpt-oss-120b,qwen3-30b-a3b,deepseek-v3 --tokens 1,8,64,512,4096
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit
+tar -xzf .revs/packs.tgz
 for d in .revs/pack/wt_*; do PYTHONPATH=/tmp/site:$PWD python3 tools/ptx_pack.py install $d; done > /tmp/inst.txt 2>&1
 nvidia-smi --query-gpu=name --format=csv,noheader
 NOISE="^  |moduleUnload|check_status|^Traceback|Exception ignored|CUDADriverError|^Error in|^Original"

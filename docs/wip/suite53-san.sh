@@ -1,12 +1,13 @@
-# Step 38, call B (right after suite53.sh, on the warm machine: its .revs/cache holds every
-# key): compute-sanitizer over the gpu suite.  memcheck in 3 shards (test_fuzz at 30 draws),
+# compute-sanitizer over the gpu suite (step 38 left it owed), every key from
+# .revs/packs.tgz (docs/wip/pack.sh; carry [".whl", ".revs/packs.tgz"]).  memcheck in 3 shards (test_fuzz at 30 draws),
 # racecheck and synccheck on the kernels steps 36-37 changed: the v2 ring at blocks of 8 / 32
 # / 64 / 128 (test_wgmma's block cases), the mma and fma GEMMs' and dequant's scale values
 # made from the byte (test_mma, test_dequant), the decode kernels (test_gpu -k decode).
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit
-export PYTHONPATH=/tmp/site:$PWD PYMOE_CACHE_DIR=$PWD/.revs/cache OMP_NUM_THREADS=3 PYTHONDONTWRITEBYTECODE=1 PYMOE_FUZZ_EXAMPLES=30
+export PYTHONPATH=/tmp/site:$PWD OMP_NUM_THREADS=3 PYTHONDONTWRITEBYTECODE=1 PYMOE_FUZZ_EXAMPLES=30
 nvidia-smi --query-gpu=name --format=csv,noheader
-ls .revs/cache 2>/dev/null | wc -l
+tar -xzf .revs/packs.tgz
+for d in .revs/pack/wt_*; do python3 tools/ptx_pack.py install $d 2>&1 | tail -n 1; done
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 SECONDS=0
 PT="python3 -m pytest -q -p no:cacheprovider -m gpu"

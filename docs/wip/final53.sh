@@ -1,6 +1,7 @@
 # Step 38's last call: the whole gpu suite (5 shards, plain) on this tree, then the ring
-# A/B (ab53.sh's trees) with every key packed here: carry [".whl", ".revs/packs.tgz",
-# ".revs/knobs"] (packs.tgz: .revs/pack/{wt_gpu,wt_wgmma,wt_fuzz,wt_bench,ab_main,ab_knobs}).
+# A/B (.revs/knobs: five ring slots at blocks of 64, seven in the wide loop) with every
+# key packed here: carry [".whl", ".revs/packs.tgz", ".revs/knobs"] (packs.tgz:
+# .revs/pack/{wt_gpu,wt_wgmma,wt_fuzz,wt_bench,ab_main,ab_knobs}).
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit
 nvidia-smi --query-gpu=name --format=csv,noheader
 SECONDS=0

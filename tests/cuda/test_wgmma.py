@@ -587,6 +587,8 @@ def test_wgmma_gemm_refuses_scales_it_cannot_fold():
     "65-256-144-8-2-float16-nvfp4-relu2-gate_up",
     "100-272-80-6-3-float16-mxfp4-swigluoai-interleaved",
     "129-512-224-128-8-bfloat16-nvfp4-silu-up_gate",
+    "160-704-208-8-2-bfloat16-nvfp4-swigluoai-up_gate",     # blocks of 64, NVFP4: K of
+    "160-640-336-8-2-float16-nvfp4-relu2-gate_up",          # 11 / 4 and 10 / 6 k-tiles
 ])
 def test_wgmma_block_gemm_matches_reference(case, monkeypatch):
     """PYMOE_GEMM=wgmma end to end against the reference (NaN-poisoned scratch and

@@ -172,14 +172,21 @@ WGMMA_CC = (9, 0)
 #   qwen3-30b-a3b T = 512 (mean 32): 299.2 -> 233.2   1024 (64): 436.4 -> 342.0
 #   gpt-oss-120b  T = 1024 (32): 1322.4 -> 999.8      2048 (64): 1893.4 -> 1457.7
 # Six slots (4 k-tiles ahead) at B = 32, where they cost no CTA an SM (54 KB at
-# MXFP4, 3 CTAs an SM under the 80-register cap: 162 KB); four elsewhere: six cost
-# a CTA an SM at 64 (step 19: 7-9% slower) and ran slower at 8 (16 not timed).  H100,
+# MXFP4, 3 CTAs an SM under the 80-register cap: 162 KB); four at 8 and 16: six ran
+# slower at 8 (16 not timed; six spill 112 / 120 bytes there); at 64 six cost a CTA
+# an SM (step 19: 7-9% slower), five (below) do not.  H100,
 # graph, us (performance.md step 37; four everywhere / six up to 32 / six at 32 only):
 #   deepseek-v3   T = 64 (B = 8) 1894.6 / 1953.9 / 1893.1   512 (32) 2525.0 / 2444.6 / 2443.6
 #   gpt-oss-120b  T = 64 (8) 559.5 / 567.7 / 560.2          512 (32) 770.3 / 720.1 / 720.3
 #   qwen3-30b-a3b T = 8 (8) 84.3 / 88.0 / 84.3   64 (8) 150.3 / 153.5 / 150.3
 #                 256 (32) 186.9 / 176.0 / 176.0
-WGMMA_V2_RING = {8: 4, 16: 4, 32: 6, 64: 4}
+# Five at 64 (3 k-tiles ahead; 65 KB MXFP4 / 70 KB NVFP4, 3 CTAs an SM still fit
+# under the 80-register cap; local ptxas: fc1 / fc2 spill 16 / 8 bytes against
+# 12 / 0 at four).  H100, graph, us, four -> five, three runs (steps 38, 39: main
+# first, main first, five first): qwen3-30b-a3b T = 512 (B = 64) 227.4 -> 224.8,
+# 226.3 -> 224.4, 226.6 -> 224.2; gpt-oss-120b T = 1024 (64) 966.2 -> 954.8,
+# 967.7 -> 961.7, 968.6 -> 959.5; the controls (blocks of 32 / 128) within 0.2%.
+WGMMA_V2_RING = {8: 4, 16: 4, 32: 6, 64: 5}
 # ... with WGMMA_V2_WARPGROUPS warpgroups a CTA on that one B ring: each
 # multiplies its own 64 weight rows (warps 4g..4g+3: row tiles of the CTA's
 # 64 g .. 64 g + 63), so the block's activations are staged (and the ring fenced

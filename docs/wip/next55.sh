@@ -1,0 +1,42 @@
+# The sanitizer runs step 39 left owed, on the landed tree (pack it first: docs/wip/pack.sh;
+# carry [".whl", ".revs/packs.tgz"]), one call:
+#   - racecheck on the GEMMs and the decode kernels, one process a few tests (step 39's
+#     single process was cut after 1 of test_wgmma's block-GEMM cases; the decode one
+#     after 9 tests, before its summary);
+#   - memcheck on the 10 tests of shard 7 of 8 that step 39 did not reach (rest55.txt): the
+#     shard and its rerun were both cut inside test_reliability's 100k graph replays, which
+#     under memcheck take longer than a call (that test runs plain in the suite).
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit
+export PYTHONPATH=/tmp/site:$PWD OMP_NUM_THREADS=2 PYTHONDONTWRITEBYTECODE=1
+nvidia-smi --query-gpu=name --format=csv,noheader
+SECONDS=0
+tar -xzf .revs/packs.tgz
+for d in .revs/pack/wt_*; do python3 tools/ptx_pack.py install $d 2>&1 | tail -n 1; done
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+PT="python3 -m pytest -v -p no:cacheprovider -m gpu"
+LIM=${LIM:-540}
+san() {  # TOOL NAME ARGS...: in the background, log $OUT/NAME.log
+  local tool=$1 name=$2; shift 2
+  timeout $LIM $SAN --tool $tool --target-processes all --print-limit 50 --error-exitcode 3 \
+    $PT "$@" > $OUT/$name.log 2>&1 &
+}
+W=tests/cuda/test_wgmma.py::test_wgmma_block_gemm_matches_reference
+san racecheck rc_w0 $W -k "201-256 or 65-256 or 129-512"
+san racecheck rc_w1 $W -k "101-2048"
+san racecheck rc_w2 $W -k "100-272 or 160-"
+san racecheck rc_b128 tests/cuda/test_wgmma.py::test_block_gemm_b128_matches_reference -k "513-256 or 700-256"
+san racecheck rc_mma tests/cuda/test_mma.py
+san racecheck rc_deq tests/cuda/test_dequant.py
+san racecheck rc_dec0 tests/cuda/test_gpu.py -k "(T1- or decode) and (H256 or H2880 or H136)"
+san racecheck rc_dec1 tests/cuda/test_gpu.py -k "T8- and (H256 or H2880 or H136)"
+mapfile -t A < docs/wip/rest55.txt
+san memcheck mc_rest "${A[@]}"
+wait
+for f in $(cd $OUT && ls *.log | sed 's/.log$//'); do
+  L=$OUT/$f.log
+  echo "== $f: $(grep -oE "(PASSED|FAILED)" $L | sort | uniq -c | tr -s ' ' | paste -sd' ')"
+  grep -E "= [0-9]+ (passed|failed)" $L | tail -n 1
+  grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" $L | sort | uniq -c
+  grep -o "Program hit.*\|Invalid __.*\|Race reported.*" $L | grep -v cuGetProcAddress | sort | uniq -c | head -n 5
+done
+echo "total $SECONDS s"

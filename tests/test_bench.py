@@ -102,3 +102,32 @@ def test_bench_on_the_gpu_graph_and_eager(tmp_path):
         assert np.isnan(r.host_us) == (r.mode == "graph")
     assert bw > 1e11                                        # a device copy, not a host one
     assert pymoe.cuda.is_available()
+
+
+def test_block_cut_times_each_pinned_block(monkeypatch, capsys):
+    """benchmarks/block_cut.py: each sweep block reaches the plan pinned, every T
+    packed (the decode cut at 0), and the table names the block BLOCK_MAX_MEAN picks."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).parent.parent / "benchmarks" / "block_cut.py"
+    spec = importlib.util.spec_from_file_location("block_cut", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    seen = []
+    real = bench.make_plan
+
+    def spy(caps):
+        seen.append((caps.block_size_m, caps.decode_max_tokens))
+        return real(caps)
+    monkeypatch.setattr(bench, "make_plan", spy)
+    assert mod.main(["--preset", "tiny", "--sweep", "8:2,9 32:9", "--repeats", "1",
+                     "--backend", "ref"]) == 0
+    assert seen == [(8, 0), (32, 0)]
+    out = capsys.readouterr().out.splitlines()
+    rows = [ln.split() for ln in out if ln.startswith("tiny ") and "block" not in ln]
+    # tiny: E 8, k 2; T = 9 -> mean ceil(18 / 8) = 3 -> blocks of 8 (BLOCK_MAX_MEAN[8] = 4)
+    assert [r[:3] for r in rows] == [["tiny", "2", "1"], ["tiny", "9", "3"]]
+    assert rows[0][3] != "-" and rows[0][4] == "-" and rows[1][3] != "-" and rows[1][4] != "-"
+    assert rows[1][5] == "8" and rows[1][6] in ("8", "32")
+    with pytest.raises(SystemExit, match="--sweep: '12:4' is not B:T"):
+        mod.main(["--preset", "tiny", "--sweep", "12:4", "--backend", "ref"])

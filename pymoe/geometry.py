@@ -84,9 +84,10 @@ MMA_MAX_REGS = 128
 # every weight once a block, so an expert whose routes spill into a second
 # block pays its whole decode twice, while padding costs tensor-core work, which
 # small blocks have to spare (a Poisson(mean) expert takes ~1.5 blocks at
-# mean = B, ~1.0 at mean = B / 2): blocks of 8 and 16 hold twice the mean.
-# Past 16 a larger block also streams a decoded weight across more routes, and
-# 32, 64 and 128 (the wide loop: one CTA an SM) cross where the bench says.
+# mean = B, ~1.0 at mean = B / 2): blocks of 8 hold twice the mean, 16 about
+# two thirds of it (below).
+# Past 8 a larger block also streams a decoded weight across more routes, and
+# 16, 32, 64 and 128 (the wide loop: one CTA an SM) cross where the bench says.
 # H200 (graph, MXFP4 / bf16, us, blocks pinned 32 / 64 / 128, one run each,
 # docs/performance.md Speed II step 19), by the mean routes an expert:
 #   qwen3-30b-a3b T = 256 (16) 187.5 / 223.9 / 272.2    384 (24) 201.7 / 227.3 / 274.0
@@ -95,9 +96,29 @@ MMA_MAX_REGS = 128
 #   gpt-oss-120b  T = 512 (16) 762.4 / 963.6 / 1135.2   768 (24) 802.0 / 975.3 / 1143.5
 #                 1024 (32) 1080.9 / 999.8 / 1171.2     1536 (48) 1469.3 / 1045.4 / 1191.5
 #                 2048 (64) 1806.6 / 1457.7 / 1337.9
-# so 32 up to a mean of 28 and 64 up to 56 (the differences cross near 27-29
-# and 57-61; not measured in between).
-BLOCK_MAX_MEAN = {8: 4, 16: 8, 32: 28, 64: 56, 128: None}
+# put 32 up to a mean of 28 and 64 up to 56, and 16 held twice the mean, as 8
+# does.  Since then the rings at 32 (six slots) and 64 (five) got deeper; the
+# cuts measured again on an H100 (benchmarks/block_cut.py, graph, MXFP4 /
+# bf16, us, every T packed; step 40; "b16 / b32" = blocks pinned 16 / 32):
+#   b8 / b16   qwen3 T = 64 (4) 144.4 / 151.1   80 (5) 161.4 / 156.5
+#              gpt-oss T = 128 (4) 616.3 / 632.8   160 (5) 657.7 / 661.4
+#                      192 (6) 677.1 / 666.5
+#   b16 / b32  qwen3 T = 128 (8) 157.0 / 168.8   160 (10) 166.2 / 172.0
+#                      192 (12) 176.9 / 173.5   224 (14) 182.5 / 175.1
+#              gpt-oss T = 256 (8) 645.5 / 689.7   320 (10) 684.4 / 708.7
+#                      384 (12) 712.1 / 713.4   448 (14) 734.3 / 718.9
+#              deepseek-v3 T = 256 (8) 2158.0 / 2293.1   320 (10) 2288.0 / 2396.5
+#                      384 (12) 2361.3 / 2415.3   448 (14) 2483.1 / 2434.4
+#   b32 / b64  qwen3 T = 448 (28) 204.8 / 221.0   480 (30) 218.7 / 222.1
+#                      512 (32) 235.9 / 222.4
+#              gpt-oss T = 896 (28) 847.3 / 943.1   960 (30) 929.3 / 952.3
+#                      1024 (32) 991.3 / 952.0
+#   b64 / b128 qwen3 T = 768 (48) 246.5 / 286.0   1024 (64) 328.8 / 326.7
+#              gpt-oss T = 1536 (48) 1070.2 / 1181.2   2048 (64) 1454.5 / 1296.0
+# so 16 up to a mean of 11 (it crosses 32 between 10 and 12 on qwen3, at 12 on
+# gpt-oss, between 12 and 14 on deepseek-v3) and 32 up to 30; 8 / 16 (between 4
+# and 5) and 64 / 128 (between 48 and 64; 56 not measured again) stay.
+BLOCK_MAX_MEAN = {8: 4, 16: 11, 32: 30, 64: 56, 128: None}
 
 # T <= the cut runs the direct decode regime: no route packing; every CTA reads
 # topk_ids itself, takes one active expert and a few 16-row weight tiles of

@@ -253,16 +253,16 @@ def test_route_pack_grid():
 
 
 def test_blocks_of_128_from_a_mean_of_128_routes_on_every_gemm():
-    """The automatic B follows BLOCK_MAX_MEAN: twice the mean up to 16, then 32
-    up to a mean of 28 routes an expert, 64 up to 56, 128 from there.  Every GEMM
+    """The automatic B follows BLOCK_MAX_MEAN: 8 up to a mean of 4 routes an
+    expert, 16 up to 11, 32 up to 30, 64 up to 56, 128 from there.  Every GEMM
     takes every B: the packed-row GEMMs (mma, fma) as CTAs of sub-blocks of
     PACKED_ROWS_MAX_BLOCK, so their fc1 / fc2 keys and tiles are those of 64."""
-    means = {1: 8, 4: 8, 5: 16, 8: 16, 9: 32, 28: 32, 29: 64, 56: 64, 57: 128,
+    means = {1: 8, 4: 8, 5: 16, 11: 16, 12: 32, 30: 32, 31: 64, 56: 64, 57: 128,
              5000: 128}
     for mean, b in means.items():
         assert geo.select_block_size(mean * 8, 2, 16) == b, mean       # T k / Eg = mean
     assert geo.block_size_ranges(4000, 4, 16, lo=1) == [
-        (8, 1, 16), (16, 17, 32), (32, 33, 112), (64, 113, 224), (128, 225, 4000)]
+        (8, 1, 16), (16, 17, 44), (32, 45, 120), (64, 121, 224), (128, 225, 4000)]
     kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
               intermediate_size=32, has_bias=False, router_on_input=False,
               swiglu_limit=None, swiglu_alpha=None)

@@ -48,7 +48,7 @@ def _families():
         for dt in ("bfloat16", "float16"):
             for act, lay in (("silu", "gate_up"), ("swigluoai", "interleaved"),
                              ("relu2", "gate_up"), ("silu", "up_gate")):
-                for t in (3, 40):
+                for t in (3, 40, 48):        # decode; packed at blocks of 16, 32
                     out.append(Case(t, 256, 144, 8, 2, dtype=dt, format=fmt, activation=act,
                                     layout=lay, bias=True, seed=t))
     for t in (1, 8, 9, 64):

@@ -84,8 +84,8 @@ MMA_MAX_REGS = 128
 # every weight once a block, so an expert whose routes spill into a second
 # block pays its whole decode twice, while padding costs tensor-core work, which
 # small blocks have to spare (a Poisson(mean) expert takes ~1.5 blocks at
-# mean = B, ~1.0 at mean = B / 2): blocks of 8 hold twice the mean, 16 about
-# two thirds of it (below).
+# mean = B, ~1.0 at mean = B / 2): blocks of 8 serve means up to half the
+# block, 16 up to about two thirds of it (below).
 # Past 8 a larger block also streams a decoded weight across more routes, and
 # 16, 32, 64 and 128 (the wide loop: one CTA an SM) cross where the bench says.
 # H200 (graph, MXFP4 / bf16, us, blocks pinned 32 / 64 / 128, one run each,

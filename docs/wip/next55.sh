@@ -6,20 +6,10 @@
 #   - memcheck on the 10 tests of shard 7 of 8 that step 39 did not reach (rest55.txt): the
 #     shard and its rerun were both cut inside test_reliability's 100k graph replays, which
 #     under memcheck take longer than a call (that test runs plain in the suite).
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit
-export PYTHONPATH=/tmp/site:$PWD OMP_NUM_THREADS=2 PYTHONDONTWRITEBYTECODE=1
-nvidia-smi --query-gpu=name --format=csv,noheader
-SECONDS=0
-tar -xzf .revs/packs.tgz
-for d in .revs/pack/wt_*; do python3 tools/ptx_pack.py install $d 2>&1 | tail -n 1; done
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-PT="python3 -m pytest -v -p no:cacheprovider -m gpu"
-LIM=${LIM:-540}
-san() {  # TOOL NAME ARGS...: in the background, log $OUT/NAME.log
-  local tool=$1 name=$2; shift 2
-  timeout $LIM $SAN --tool $tool --target-processes all --print-limit 50 --error-exitcode 3 \
-    $PT "$@" > $OUT/$name.log 2>&1 &
-}
+. docs/wip/dev.sh
+dev_setup
+export OMP_NUM_THREADS=2
+dev_packs .revs/packs.tgz
 W=tests/cuda/test_wgmma.py::test_wgmma_block_gemm_matches_reference
 san racecheck rc_w0 $W -k "201-256 or 65-256 or 129-512"
 san racecheck rc_w1 $W -k "101-2048"

@@ -4,13 +4,10 @@
 # test_wgmma's NaN-scale case at T = 193 and its 129-512-224 NVFP4 case, now at 16) have
 # not run there.  Pack first (docs/wip/pack.sh: geometry.py changed, every key is stale);
 # carry [".whl", ".revs/packs.tgz"].  6 shards at once, SUITE_S (400 s) each.
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit
-export PYTHONPATH=/tmp/site:$PWD OMP_NUM_THREADS=2 PYTHONDONTWRITEBYTECODE=1
-nvidia-smi --query-gpu=name --format=csv,noheader
-SECONDS=0
-tar -xzf .revs/packs.tgz
-for d in .revs/pack/wt_gpu .revs/pack/wt_wgmma; do python3 tools/ptx_pack.py install $d 2>&1 | tail -n 1; done
-echo "installed in $SECONDS s"
+. docs/wip/dev.sh
+dev_setup
+export OMP_NUM_THREADS=2
+dev_packs .revs/packs.tgz .revs/pack/wt_gpu .revs/pack/wt_wgmma
 for i in 0 1 2 3 4 5; do
   timeout ${SUITE_S:-400} python3 -m pytest -q -p no:cacheprovider -m gpu -rfE --shard $i/6 \
     tests/cuda/test_gpu.py tests/cuda/test_wgmma.py tests/cuda/test_self_pack.py > $OUT/s$i.log 2>&1 &

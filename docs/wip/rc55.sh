@@ -2,17 +2,10 @@
 # 2080 on H = 256, so it ends within a call; the H = 2880 decode cases outlast one under
 # racecheck) and test_wgmma's 129-512 block case (cut in next55.sh).  Carry [".whl",
 # ".revs/packs.tgz"].
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit
-export PYTHONPATH=/tmp/site:$PWD OMP_NUM_THREADS=2 PYTHONDONTWRITEBYTECODE=1
-SECONDS=0
-tar -xzf .revs/packs.tgz
-for d in .revs/pack/wt_gpu .revs/pack/wt_wgmma; do python3 tools/ptx_pack.py install $d 2>&1 | tail -n 1; done
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-PT="python3 -m pytest -v -p no:cacheprovider -m gpu"
-LIM=${LIM:-420}
-san() { local tool=$1 name=$2; shift 2
-  timeout $LIM $SAN --tool $tool --target-processes all --print-limit 50 --error-exitcode 3 \
-    $PT "$@" > $OUT/$name.log 2>&1 & }
+. docs/wip/dev.sh
+dev_setup
+export OMP_NUM_THREADS=2 LIM=${LIM:-420}
+dev_packs .revs/packs.tgz .revs/pack/wt_gpu .revs/pack/wt_wgmma
 san racecheck rc_wide tests/cuda/test_gpu.py -k "H256-I2080 or H256-I2048"
 san racecheck rc_w129 tests/cuda/test_wgmma.py::test_wgmma_block_gemm_matches_reference -k "129-512"
 wait

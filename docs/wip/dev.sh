@@ -1,0 +1,28 @@
+# Sourced by the device scripts here (`. docs/wip/dev.sh` from the repository root):
+#   dev_setup            the numpy 2.4 wheel into /tmp/site (../shared/gpu/prep-wheels'
+#                        line), PYTHONPATH, no .pyc; prints the GPU; SECONDS from 0
+#   dev_packs TGZ [DIR..] unpack TGZ (packed here, git-ignored under .revs/) and install
+#                        each DIR into the device's disk cache (default: every .revs/pack/*
+#                        the tarball holds)
+#   san TOOL NAME ARGS.. compute-sanitizer TOOL on `pytest -v -m gpu ARGS` in the
+#                        background, LIM (540 s) each, log $OUT/NAME.log
+dev_setup() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit
+  export PYTHONPATH=/tmp/site:$PWD PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+  nvidia-smi --query-gpu=name --format=csv,noheader
+  SECONDS=0
+}
+dev_packs() {
+  local tgz=$1 d; shift
+  tar -xzf "$tgz"
+  [ $# -gt 0 ] || set -- $(tar -tzf "$tgz" | grep -oE "^\.revs/pack/[^/]+" | sort -u)
+  for d in "$@"; do python3 tools/ptx_pack.py install "$d" 2>&1 | tail -n 1; done
+  echo "installed in $SECONDS s"
+}
+san() {
+  local tool=$1 name=$2; shift 2
+  local bin; bin=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  timeout "${LIM:-540}" "$bin" --tool "$tool" --target-processes all --print-limit 50 \
+    --error-exitcode 3 python3 -m pytest -v -p no:cacheprovider -m gpu "$@" > "$OUT/$name.log" 2>&1 &
+}

@@ -65,8 +65,12 @@ REGIMES = ("decode", "packed")
 
 # Routes per block of the packed regime.  8 is the n of an m16n8k16 mma (tokens
 # on the N side); 64 and 128 keep a prefill tile's weight reuse high (128: the
-# wgmma GEMM's wide loop, kernels/gemm_wgmma_v2.py).
-BLOCK_SIZES = (8, 16, 32, 64, 128)
+# wgmma GEMM's wide loop, kernels/gemm_wgmma_v2.py); 24 and 48 sit between
+# 16 / 32 and 32 / 64 (n24 / n48 wgmma on the ring), so fewer experts spill into
+# a second block at a lower padding than the next power of two (BLOCK_MAX_MEAN).
+# Every block is a multiple of 8 (an n8 mma tile, a group of 8 routes in the
+# wgmma image).
+BLOCK_SIZES = (8, 16, 24, 32, 48, 64, 128)
 # The GEMMs on packed rows (mma, fma: the fallbacks) multiply up to this many
 # routes a CTA; a larger block takes one CTA a sub-block of as many
 # (gemm_cta_block; a padding-only one exits), so every GEMM takes every B.
@@ -118,7 +122,29 @@ MMA_MAX_REGS = 128
 # so 16 up to a mean of 11 (it crosses 32 between 10 and 12 on qwen3, at 12 on
 # gpt-oss, between 12 and 14 on deepseek-v3) and 32 up to 30; 8 / 16 (between 4
 # and 5) and 64 / 128 (between 48 and 64; 56 not measured again) stay.
-BLOCK_MAX_MEAN = {8: 4, 16: 11, 32: 30, 64: 56, 128: None}
+# Then blocks of 24 and 48 (step 41, H100, same bench, us; "b16 / b24 / b32" or
+# "b32 / b48 / b64", - not timed):
+#   b16 / b24       qwen3 T = 96 (6) 154.9 / 157.2   128 (8) 157.9 / 159.7
+#                         144 (9) 157.6 / 159.3   160 (10) 163.2 / 160.0
+#                   gpt-oss T = 192 (6) 640.8 / 638.4   256 (8) 648.2 / 643.7
+#                           288 (9) 649.1 / 645.1   320 (10) 656.1 / 646.4
+#   b16 / b24 / b32 qwen3 T = 192 (12) 174.8 / 161.5 / 171.0   256 (16) - / 165.7 / 174.1
+#                         320 (20) - / 178.5 / 179.6   384 (24) - / 204.9 / 186.8
+#                   gpt-oss T = 384 (12) 683.6 / 651.6 / 699.2   512 (16) 794.0 / 663.8 / 706.3
+#                           640 (20) - / 712.4 / 722.4   768 (24) - / 842.5 / 765.6
+#                   deepseek-v3 T = 384 (12) 2244.7 / 2190.4 / -   512 (16) 2549.1 / 2230.8 / 2367.7
+#   b32 / b48 / b64 qwen3 T = 448 (28) 202.5 / 206.1 / -   480 (30) 219.9 / 210.8 / -
+#                         512 (32) 233.5 / 211.7 / 223.0   576 (36) 264.7 / 219.7 / 228.1
+#                         640 (40) 288.1 / 235.0 / 234.3   704 (44) - / 258.5 / 240.7
+#                   gpt-oss T = 896 (28) 844.4 / 842.6 / -   960 (30) 913.3 / 859.8 / -
+#                           1024 (32) 982.7 / 868.2 / 950.0   1152 (36) 1158.9 / 905.6 / 972.4
+#                           1280 (40) 1221.3 / 974.5 / 999.6   1536 (48) - / 1250.1 / 1067.6
+#                   deepseek-v3 T = 1024 (32) - / 2909.2 / 3209.7
+# so 16 up to 9 (qwen3 crosses 24 between 9 and 10; gpt-oss favours 24 by under
+# 1% from a mean of 6), 24 up to 20, 32 up to 28 (qwen3 favours it by 1.8% there,
+# gpt-oss ties), 48 up to 40 (qwen3 ties there, gpt-oss favours 48 by 2.5%), 64 up
+# to 56.
+BLOCK_MAX_MEAN = {8: 4, 16: 9, 24: 20, 32: 28, 48: 40, 64: 56, 128: None}
 
 # T <= the cut runs the direct decode regime: no route packing; every CTA reads
 # topk_ids itself, takes one active expert and a few 16-row weight tiles of
@@ -201,18 +227,21 @@ WGMMA_CC = (9, 0)
 #   gpt-oss-120b  T = 64 (8) 559.5 / 567.7 / 560.2          512 (32) 770.3 / 720.1 / 720.3
 #   qwen3-30b-a3b T = 8 (8) 84.3 / 88.0 / 84.3   64 (8) 150.3 / 153.5 / 150.3
 #                 256 (32) 186.9 / 176.0 / 176.0
+# Blocks of 24 and 48 (step 41) take six slots as 32 does: 48 KB / 66 KB at
+# MXFP4, 3 CTAs an SM under the 80-register cap (local ptxas: 0-4 / 20-32 bytes
+# of spills).
 # Five at 64 (3 k-tiles ahead; 65 KB MXFP4 / 70 KB NVFP4, 3 CTAs an SM still fit
 # under the 80-register cap; local ptxas: fc1 / fc2 spill 16 / 8 bytes against
 # 12 / 0 at four).  H100, graph, us, four -> five, three runs (steps 38, 39: main
 # first, main first, five first): qwen3-30b-a3b T = 512 (B = 64) 227.4 -> 224.8,
 # 226.3 -> 224.4, 226.6 -> 224.2; gpt-oss-120b T = 1024 (64) 966.2 -> 954.8,
 # 967.7 -> 961.7, 968.6 -> 959.5; the controls (blocks of 32 / 128) within 0.2%.
-WGMMA_V2_RING = {8: 4, 16: 4, 32: 6, 64: 5}
+WGMMA_V2_RING = {8: 4, 16: 4, 24: 6, 32: 6, 48: 6, 64: 5}
 # ... with WGMMA_V2_WARPGROUPS warpgroups a CTA on that one B ring: each
 # multiplies its own 64 weight rows (warps 4g..4g+3: row tiles of the CTA's
 # 64 g .. 64 g + 63), so the block's activations are staged (and the ring fenced
 # and barriered) once for all of them; the CTA's tile_n grows by as much.
-WGMMA_V2_WARPGROUPS = {8: 2, 16: 2, 32: 2, 64: 2, 128: 2}
+WGMMA_V2_WARPGROUPS = {8: 2, 16: 2, 24: 2, 32: 2, 48: 2, 64: 2, 128: 2}
 # ... and each warpgroup multiplies WGMMA_V2_MTILES tiles of 64 weight rows
 # (m64 wgmma) by the block: blocks of 128 are the wide loop (kernels/
 # gemm_wgmma_v2.py), two m64 x n128 accumulators a warpgroup (128 fp32
@@ -221,7 +250,7 @@ WGMMA_V2_WARPGROUPS = {8: 2, 16: 2, 32: 2, 64: 2, 128: 2}
 # triton_kernels' Hopper MXFP4 tile (128 x 256 x 128, 1 CTA an SM: ncu,
 # performance.md Speed II step 13) on layout v2; where it pays against blocks
 # of 64: BLOCK_MAX_MEAN.
-WGMMA_V2_MTILES = {8: 1, 16: 1, 32: 1, 64: 1, 128: 2}
+WGMMA_V2_MTILES = {8: 1, 16: 1, 24: 1, 32: 1, 48: 1, 64: 1, 128: 2}
 WGMMA_V2_WIDE_RING = 6
 # ... capped in registers (PTX .maxnreg) so no key loses a CTA an SM to a few
 # registers: CTAs of 2 x 128 threads, 64 -> 4 CTAs share an SM's 64 K
@@ -231,7 +260,7 @@ WGMMA_V2_WIDE_RING = 6
 # 1109 / 324; one warpgroup a CTA under 72 / 80: 1178 / 333, 1209 / 346.
 # B = 32 went from 72 to 80 with the scale pairs of both rows (e8m0_rows),
 # which spill 12-16 bytes under 72 (performance.md step 27).
-WGMMA_V2_MAX_REGS = {8: 64, 16: 64, 32: 80, 64: 80, 128: None}
+WGMMA_V2_MAX_REGS = {8: 64, 16: 64, 24: 80, 32: 80, 48: 80, 64: 80, 128: None}
 # ... and at least 80 in fc1 with the router weight on its input (the staged
 # activations rounded through registers): under 64 / 72 at blocks of 16 / 32
 # local ptxas serializes its wgmma (C7512, "insufficient register resources";

@@ -64,7 +64,7 @@ def test_regime_cut():
     assert geo.decode_max_tokens(64) == cap and geo.regime_for(cap + 1, 64) == "packed"
     t = geo.DECODE_MAX_TOKENS
     assert geo.token_buckets(t + 3, 2, 4) == [("decode", None, 1, t),
-                                              ("packed", 64, t + 1, t + 3)]
+                                              ("packed", 48, t + 1, t + 3)]
     # a pinned cut (Caps.decode_max_tokens): 0 = no decode bucket, the route cap holds
     assert geo.token_buckets(10, 2, 4, cut=0) == [("packed", 8, 1, 8), ("packed", 16, 9, 10)]
     assert geo.token_buckets(10, 2, 4, cut=3) == [("decode", None, 1, 3), ("packed", 8, 4, 8),
@@ -254,15 +254,17 @@ def test_route_pack_grid():
 
 def test_blocks_of_128_from_a_mean_of_128_routes_on_every_gemm():
     """The automatic B follows BLOCK_MAX_MEAN: 8 up to a mean of 4 routes an
-    expert, 16 up to 11, 32 up to 30, 64 up to 56, 128 from there.  Every GEMM
+    expert, 16 up to 9, 24 up to 20, 32 up to 28, 48 up to 40, 64 up to 56, 128
+    from there.  Every GEMM
     takes every B: the packed-row GEMMs (mma, fma) as CTAs of sub-blocks of
     PACKED_ROWS_MAX_BLOCK, so their fc1 / fc2 keys and tiles are those of 64."""
-    means = {1: 8, 4: 8, 5: 16, 11: 16, 12: 32, 30: 32, 31: 64, 56: 64, 57: 128,
-             5000: 128}
+    means = {1: 8, 4: 8, 5: 16, 9: 16, 10: 24, 20: 24, 21: 32, 28: 32, 29: 48, 40: 48,
+             41: 64, 56: 64, 57: 128, 5000: 128}
     for mean, b in means.items():
         assert geo.select_block_size(mean * 8, 2, 16) == b, mean       # T k / Eg = mean
     assert geo.block_size_ranges(4000, 4, 16, lo=1) == [
-        (8, 1, 16), (16, 17, 44), (32, 45, 120), (64, 121, 224), (128, 225, 4000)]
+        (8, 1, 16), (16, 17, 36), (24, 37, 80), (32, 81, 112), (48, 113, 160),
+        (64, 161, 224), (128, 225, 4000)]
     kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
               intermediate_size=32, has_bias=False, router_on_input=False,
               swiglu_limit=None, swiglu_alpha=None)

@@ -7,7 +7,7 @@ without enqueuing it (the runner resolves every launch of a call first).
 """
 from __future__ import annotations
 
-from ..geometry import ROUTE_PACK_MAX_EXPERTS, LaunchKey, route_pack_grid
+from ..geometry import BLOCK_SIZES, ROUTE_PACK_MAX_EXPERTS, LaunchKey, route_pack_grid
 from .kernels.routes import route_args
 from .launch import PreparedLaunch, launch_stream, resolve
 
@@ -20,9 +20,9 @@ def prepare_route_pack(topk_ids, expert_map, num_experts: int, block: int, exper
     if num_experts > ROUTE_PACK_MAX_EXPERTS:
         raise ValueError(f"num_experts={num_experts}: the route packer supports at most "
                          f"{ROUTE_PACK_MAX_EXPERTS}")
-    if block < 1 or block & (block - 1):
-        raise ValueError(f"block={block}: the route packer takes a power of two "
-                         f"(geometry.BLOCK_SIZES)")
+    if block not in BLOCK_SIZES:
+        raise ValueError(f"block={block}: the route packer takes one of "
+                         f"geometry.BLOCK_SIZES {BLOCK_SIZES}")
     ids, stride, emap, has_map, num_ids = route_args(topk_ids, expert_map, num_experts)
     ctas, tile = route_pack_grid(topk_ids.size)
     return resolve(key, stream).prepare(

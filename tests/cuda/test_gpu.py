@@ -48,9 +48,16 @@ def _families():
         for dt in ("bfloat16", "float16"):
             for act, lay in (("silu", "gate_up"), ("swigluoai", "interleaved"),
                              ("relu2", "gate_up"), ("silu", "up_gate")):
-                for t in (3, 40, 48):        # decode; packed at blocks of 16, 32
+                for t in (3, 36, 64, 100):   # decode; packed at blocks of 16, 24, 32
                     out.append(Case(t, 256, 144, 8, 2, dtype=dt, format=fmt, activation=act,
                                     layout=lay, bias=True, seed=t))
+    for fmt, dt, act, lay in (("mxfp4", "bfloat16", "silu", "gate_up"),
+                              ("nvfp4", "float16", "relu2", "gate_up"),
+                              ("mxfp4", "float16", "swigluoai", "interleaved"),
+                              ("nvfp4", "bfloat16", "silu", "up_gate")):
+        out.append(Case(144, 256, 144, 8, 2, dtype=dt, format=fmt, activation=act, layout=lay,
+                        bias=True, seed=144, why="blocks of 48 (a mean of 36)"))
+    out.append(Case(560, 512, 224, 128, 8, why="many experts at blocks of 48"))
     for t in (1, 8, 9, 64):
         out.append(Case(t, 256, 144, 8, 1, on_input=True, why="router weight on input"))
         out.append(Case(t, 256, 144, 8, 2, on_input=True, format="nvfp4", dtype="float16"))

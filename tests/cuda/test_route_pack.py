@@ -74,7 +74,8 @@ def test_multi_cta_route_pack_equals_reference(routing, monkeypatch):
     if CUDASIM:                    # the simulator's CTA (kern.THREADS) and tiles of 2 rounds
         monkeypatch.setattr(geo, "ROUTE_PACK_THREADS", kern.THREADS)
         monkeypatch.setattr(geo, "ROUTE_PACK_TILE", 2 * kern.THREADS)
-        shapes = {"uniform": [(150, 4, 8, 16), (97, 3, 5, 8), (300, 4, 8, 16)],
+        shapes = {"uniform": [(150, 4, 8, 16), (97, 3, 5, 8), (300, 4, 8, 16), (150, 4, 8, 24),
+                              (300, 4, 8, 48)],
                   "map": [(150, 4, 8, 16), (300, 4, 8, 16)]}.get(routing, [(150, 4, 8, 16)])
         # (600 routes: the count loop's 4-route rounds run, 291 do not; a last
         # tile of one round or less)
@@ -82,7 +83,8 @@ def test_multi_cta_route_pack_equals_reference(routing, monkeypatch):
     else:
         import cupy as xp
         shapes = [(150, 4, 8, 16), (4096, 4, 128, 64), (8192, 8, 128, 64), (5000, 8, 256, 32),
-                  (20000, 8, 256, 32)]           # 160000 routes: tiles of 2 rounds
+                  (20000, 8, 256, 32),           # 160000 routes: tiles of 2 rounds
+                  (4096, 4, 128, 48), (5000, 8, 256, 24)]   # blocks between powers of two
     grids = _check(routing, shapes, xp)
     assert max(grids) > 1, grids                  # several CTAs took part somewhere
 
@@ -106,10 +108,11 @@ def test_route_pack_sort_ranks_past_rank_experts(routing, monkeypatch):
     assert max(grids) > 1, grids
 
 
-@pytest.mark.parametrize("block", [12, 0, -8])
-def test_route_pack_block_not_a_power_of_two(block):
-    """The packer finds a block's first slot by a shift: any other block is a
-    ValueError naming it, before the launch, with every buffer untouched."""
+@pytest.mark.parametrize("block", [12, 40, 0, -8])
+def test_route_pack_block_not_a_block_size(block):
+    """The packer takes the blocks of geometry.BLOCK_SIZES (multiples of 8, its
+    block owners by a division): any other block is a ValueError naming it,
+    before the launch, with every buffer untouched."""
     from pymoe.cuda import route_pack as cuda_rp
     xp = np
     if not CUDASIM:
@@ -118,7 +121,7 @@ def test_route_pack_block_not_a_power_of_two(block):
     bufs = [xp.full(n, -7, np.int32) for n in (9, 200, 30, 1)]
     key = geo.LaunchKey("route_pack", format="", activation="", dtype="", hidden_size=0,
                         intermediate_size=0)
-    with pytest.raises(ValueError, match=f"block={block}: the route packer takes a power of two"):
+    with pytest.raises(ValueError, match=f"block={block}: the route packer takes one of "):
         cuda_rp.route_pack(xp.asarray(ids), None, 8, block, *bufs, key=key)
     for b in bufs:
         assert (np.asarray(b.get() if hasattr(b, "get") else b) == -7).all()

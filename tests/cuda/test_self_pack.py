@@ -27,9 +27,8 @@ SIM_CASES = [
     Case(9, 40, 24, 6, 3, packed=True, ep=True, seed=3, why="an expert map (EP)"),
     Case(7, 32, 16, 4, 2, packed=True, all_invalid=True, seed=2,
          why="no valid route: every block past the total, y exactly 0"),
-    Case(20, 32, 16, 4, 2, packed=True, seed=10,
-         why="a mean of 10 routes an expert (8 .. 13 here): blocks of 16 since "
-         "BLOCK_MAX_MEAN[16] = 11"),
+    Case(18, 32, 16, 4, 2, packed=True, seed=10,
+         why="a mean of 9 routes an expert: blocks of 16 since BLOCK_MAX_MEAN[16] = 9"),
 ]
 GPU_CASES = [
     Case(8, 2048, 768, 128, 8, packed=True, seed=1, why="qwen3-like, T = 8, blocks of 8"),

@@ -587,18 +587,22 @@ def test_wgmma_gemm_refuses_scales_it_cannot_fold():
     "65-256-144-8-2-float16-nvfp4-relu2-gate_up",
     "100-272-80-6-3-float16-mxfp4-swigluoai-interleaved",
     "129-512-224-128-8-bfloat16-nvfp4-silu-up_gate",
-    "160-704-208-8-2-bfloat16-nvfp4-swigluoai-up_gate",     # blocks of 64, NVFP4: K of
-    "160-640-336-8-2-float16-nvfp4-relu2-gate_up",          # 11 / 4 and 10 / 6 k-tiles
+    "180-704-208-8-2-bfloat16-nvfp4-swigluoai-up_gate",     # blocks of 64, NVFP4: K of
+    "180-640-336-8-2-float16-nvfp4-relu2-gate_up",          # 11 / 4 and 10 / 6 k-tiles
+    "140-272-80-8-2-float16-nvfp4-swigluoai-interleaved",   # blocks of 48 (n48 wgmma),
+    "150-704-208-8-2-bfloat16-mxfp4-silu-up_gate",          # K tails; and on mma (CTAs
+    "140-272-80-8-2-bfloat16-mxfp4-relu2-gate_up-mma",      # of 48 routes)
 ])
 def test_wgmma_block_gemm_matches_reference(case, monkeypatch):
-    """PYMOE_GEMM=wgmma end to end against the reference (NaN-poisoned scratch and
-    output, every buffer; tests/cuda/diff.py), blocks of 8-64 routes (asserted),
-    both formats and dtypes, K tails (H = 272, I = 80 are not multiples of 32)."""
+    """PYMOE_GEMM=wgmma (or the case's GEMM) end to end against the reference
+    (NaN-poisoned scratch and output, every buffer; tests/cuda/diff.py), blocks of
+    8-64 routes (asserted), both formats and dtypes, K tails (H = 272, I = 80 are
+    not multiples of 32)."""
     from pymoe import geometry as geo
     from tests.cuda.diff import check_case
     from tests.problems import Case
-    t, h, i, e, k, dt, fmt, act, lay = case.split("-")
-    monkeypatch.setenv("PYMOE_GEMM", "wgmma")
+    t, h, i, e, k, dt, fmt, act, lay, *gemm = case.split("-")
+    monkeypatch.setenv("PYMOE_GEMM", gemm[0] if gemm else "wgmma")
     assert geo.select_block_size(int(t), int(k), int(e)) <= 64
     check_case(Case(int(t), int(h), int(i), int(e), int(k), dtype=dt, format=fmt,
                     activation=act, layout=lay, bias=True, seed=int(t)), device=True)
@@ -630,15 +634,16 @@ def test_block_gemm_b128_matches_reference(case, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", ["193-512-224-128-8-32-bfloat16", "201-256-144-8-2-64-bfloat16",
+@pytest.mark.parametrize("case", ["400-512-224-128-8-32-bfloat16", "201-256-144-8-2-64-bfloat16",
+                                  "150-512-224-8-2-48-float16",     # ring at 48
                                   "513-256-144-8-2-128-bfloat16",   # ring at 32 / 64, wide
-                                  "193-512-224-128-8-32-float16", "513-256-144-8-2-128-float16"])
+                                  "400-512-224-128-8-32-float16", "513-256-144-8-2-128-float16"])
 def test_wgmma_nan_scale_stays_nan(case, monkeypatch):
     """E8M0 bytes 255 (NaN; the fold's range check leaves them out) in w13: the wgmma
     GEMM, whose MXFP4 scales are made in registers (e8m0_rows; fp16's f16_rows
     clamps 255 to +inf and turns it into NaN), gives NaN in fc1's intermediate
-    exactly where the reference does, and matches it elsewhere (blocks of 32, 64
-    and 128 routes: both main loops)."""
+    exactly where the reference does, and matches it elsewhere (blocks of 32, 48,
+    64 and 128 routes: both main loops)."""
     from pymoe import geometry as geo
     from pymoe.testing import assert_close
     from tests.cuda.diff import run_problem, to_f32

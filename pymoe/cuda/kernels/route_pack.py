@@ -228,19 +228,19 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
             offsets[xe] = off[xe]
             xe = uint32(xe + uint32(THREADS))
     total = uint32(off[n_exp])                               # 3. a warp an expert:
-    lb = uint32(cuda.ffs(int32(block)) - 1)                  # its padding slots'
+    ub = uint32(block)                                       # its padding slots'
     sent = int32(n_routes)                                   # sentinels and its
     nw = uint32(cuda.gridDim.x * WARPS)                      # blocks' owner, lanes
     xe = uint32(cta * WARPS + warp)                          # strided (block: a
-    while xe < n_e:                                          # power of two)
+    while xe < n_e:                                          # multiple of 8)
         lo = uint32(off[xe])
         hi = uint32(off[xe + uint32(1)])
         sl = uint32(lo + uint32(cnt[xe]) + lane)
         while sl < hi:
             pri[sl] = sent
             sl = uint32(sl + u32)
-        bl = uint32((lo >> lb) + lane)
-        bh = uint32(hi >> lb)
+        bl = uint32(lo // ub + lane)
+        bh = uint32(hi // ub)
         while bl < bh:
             beid[bl] = int32(xe)
             bl = uint32(bl + u32)
@@ -251,7 +251,7 @@ def _kernel(ids, stride, n_routes, emap, has_map, num_ids, n_exp, block,
     while sl < ns:
         pri[sl] = sent
         sl = uint32(sl + gs)
-    bl = uint32((total >> lb) + uint32(cta * THREADS + tid))
+    bl = uint32(total // ub + uint32(cta * THREADS + tid))
     nb = uint32(n_blocks)
     while bl < nb:
         beid[bl] = int32(-1)

@@ -143,7 +143,9 @@ MMA_MAX_REGS = 128
 # so 16 up to 9 (qwen3 crosses 24 between 9 and 10; gpt-oss favours 24 by under
 # 1% from a mean of 6), 24 up to 20, 32 up to 28 (qwen3 favours it by 1.8% there,
 # gpt-oss ties), 48 up to 40 (qwen3 ties there, gpt-oss favours 48 by 2.5%), 64 up
-# to 56.
+# to 56: b64 / b128 at qwen3 T = 832 (52) 263.4 / 294.0, 896 (56) 274.3 / 301.8,
+# 960 (60) 296.5 / 312.2; gpt-oss T = 1664 (52) 1117.0 / 1194.1, 1792 (56)
+# 1204.6 / 1223.6, 1920 (60) 1295.2 / 1265.5 (a mean of 60 splits the layers).
 BLOCK_MAX_MEAN = {8: 4, 16: 9, 24: 20, 32: 28, 48: 40, 64: 56, 128: None}
 
 # T <= the cut runs the direct decode regime: no route packing; every CTA reads

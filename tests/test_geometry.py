@@ -255,9 +255,9 @@ def test_route_pack_grid():
 def test_blocks_of_128_from_a_mean_of_128_routes_on_every_gemm():
     """The automatic B follows BLOCK_MAX_MEAN: 8 up to a mean of 4 routes an
     expert, 16 up to 9, 24 up to 20, 32 up to 28, 48 up to 40, 64 up to 56, 128
-    from there.  Every GEMM
-    takes every B: the packed-row GEMMs (mma, fma) as CTAs of sub-blocks of
-    PACKED_ROWS_MAX_BLOCK, so their fc1 / fc2 keys and tiles are those of 64."""
+    from there.  Every GEMM takes every B: the packed-row GEMMs (mma, fma) as CTAs
+    of sub-blocks of PACKED_ROWS_MAX_BLOCK, so their fc1 / fc2 keys and tiles are
+    those of 64."""
     means = {1: 8, 4: 8, 5: 16, 9: 16, 10: 24, 20: 24, 21: 32, 28: 32, 29: 48, 40: 48,
              41: 64, 56: 64, 57: 128, 5000: 128}
     for mean, b in means.items():

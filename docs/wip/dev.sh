@@ -6,6 +6,8 @@
 #                        the tarball holds)
 #   san TOOL NAME ARGS.. compute-sanitizer TOOL on `pytest -v -m gpu ARGS` in the
 #                        background, LIM (540 s) each, log $OUT/NAME.log
+#   san_report [NAME..]  after `wait`: each log's passed / failed, its sanitizer
+#                        summary and first reports (default: every $OUT/*.log)
 dev_setup() {
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit
@@ -25,4 +27,14 @@ san() {
   local bin; bin=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   timeout "${LIM:-540}" "$bin" --tool "$tool" --target-processes all --print-limit 50 \
     --error-exitcode 3 python3 -m pytest -v -p no:cacheprovider -m gpu "$@" > "$OUT/$name.log" 2>&1 &
+}
+san_report() {
+  local f L
+  [ $# -gt 0 ] || set -- $(cd "$OUT" && ls *.log | sed 's/.log$//')
+  for f in "$@"; do L=$OUT/$f.log
+    echo "== $f: $(grep -oE "(PASSED|FAILED)" $L | sort | uniq -c | tr -s ' ' | paste -sd' ')"
+    grep -E "= [0-9]+ (passed|failed)" $L | tail -n 1
+    grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|didn't terminate" $L | sort | uniq -c
+    grep -o "Program hit.*\|Invalid __.*\|Race reported.*" $L | grep -v cuGetProcAddress | sort | uniq -c | head -n 5
+  done
 }

@@ -22,11 +22,5 @@ san racecheck rc_dec1 tests/cuda/test_gpu.py -k "T8- and (H256 or H2880 or H136)
 mapfile -t A < docs/wip/rest55.txt
 san memcheck mc_rest "${A[@]}"
 wait
-for f in $(cd $OUT && ls *.log | sed 's/.log$//'); do
-  L=$OUT/$f.log
-  echo "== $f: $(grep -oE "(PASSED|FAILED)" $L | sort | uniq -c | tr -s ' ' | paste -sd' ')"
-  grep -E "= [0-9]+ (passed|failed)" $L | tail -n 1
-  grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" $L | sort | uniq -c
-  grep -o "Program hit.*\|Invalid __.*\|Race reported.*" $L | grep -v cuGetProcAddress | sort | uniq -c | head -n 5
-done
+san_report
 echo "total $SECONDS s"

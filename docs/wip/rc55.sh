@@ -9,8 +9,5 @@ dev_packs .revs/packs.tgz .revs/pack/wt_gpu .revs/pack/wt_wgmma
 san racecheck rc_wide tests/cuda/test_gpu.py -k "H256-I2080 or H256-I2048"
 san racecheck rc_w129 tests/cuda/test_wgmma.py::test_wgmma_block_gemm_matches_reference -k "129-512"
 wait
-for f in rc_wide rc_w129; do L=$OUT/$f.log
-  echo "== $f: $(grep -oE "(PASSED|FAILED)" $L | sort | uniq -c | tr -s ' ' | paste -sd' ')"
-  grep -E "= [0-9]+ (passed|failed)" $L | tail -n 1; grep -hE "RACECHECK SUMMARY|didn't terminate" $L | sort | uniq -c
-done
+san_report rc_wide rc_w129
 echo "total $SECONDS s"

@@ -12,9 +12,5 @@ san racecheck rc_g24 tests/cuda/test_gpu.py -k "T64-H256-I144-E8-k2 and float16-
 san memcheck mc57 tests/cuda/test_gpu.py tests/cuda/test_wgmma.py tests/cuda/test_route_pack.py \
   -k "T144-H256 or T64-H256-I144-E8-k2 or 140-272-80 or 150-704 or 150-512 or route_pack"
 wait
-for f in rc_w48 rc_g48 rc_g24 mc57; do L=$OUT/$f.log
-  echo "== $f: $(grep -oE "(PASSED|FAILED)" $L | sort | uniq -c | tr -s ' ' | paste -sd' ')"
-  grep -E "= [0-9]+ (passed|failed)" $L | tail -n 1
-  grep -hE "RACECHECK SUMMARY|ERROR SUMMARY|didn't terminate" $L | sort | uniq -c
-done
+san_report rc_w48 rc_g48 rc_g24 mc57
 echo "total $SECONDS s"

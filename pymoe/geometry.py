@@ -88,10 +88,11 @@ MMA_MAX_REGS = 128
 # every weight once a block, so an expert whose routes spill into a second
 # block pays its whole decode twice, while padding costs tensor-core work, which
 # small blocks have to spare (a Poisson(mean) expert takes ~1.5 blocks at
-# mean = B, ~1.0 at mean = B / 2): blocks of 8 serve means up to half the
-# block, 16 up to about two thirds of it (below).
+# mean = B, ~1.0 at mean = B / 2): blocks of 8 and 16 serve means up to about
+# half the block (below).
 # Past 8 a larger block also streams a decoded weight across more routes, and
-# 16, 32, 64 and 128 (the wide loop: one CTA an SM) cross where the bench says.
+# 16, 24, 32, 48, 64 and 128 (the wide loop: one CTA an SM) cross where the
+# bench says.
 # H200 (graph, MXFP4 / bf16, us, blocks pinned 32 / 64 / 128, one run each,
 # docs/performance.md Speed II step 19), by the mean routes an expert:
 #   qwen3-30b-a3b T = 256 (16) 187.5 / 223.9 / 272.2    384 (24) 201.7 / 227.3 / 274.0

@@ -1,0 +1,24 @@
+# Step 42's third call: blocks of 144 (wip/b144, exported to .revs/b144) against
+# 128 in one process from that tree (benchmarks/block_cut.py, both pinned, every T
+# packed), around the means where 128 spills (gpt-oss-120b / deepseek-v3 T = 4096,
+# qwen3-30b-a3b T = 2048 / 4096) and away from them (means 64 .. 112, 512).
+# Keys: .revs/b144.tgz (b144_128, b144_144 packed here from .revs/b144).
+# carry [".whl", ".revs/b144.tgz", ".revs/b144"]
+. docs/wip/dev.sh
+dev_setup
+tar -xzf .revs/b144.tgz
+for d in .revs/pack/b144_128 .revs/pack/b144_144; do
+  python3 tools/ptx_pack.py install $d --tree .revs/b144 2>&1 | tail -n 1; done
+cd .revs/b144
+export PYTHONPATH=/tmp/site:$PWD
+timeout 200 python3 benchmarks/block_cut.py --preset gpt-oss-120b \
+  --sweep "128:${GT:-2048,3584,4096,4608} 144:${GT:-2048,3584,4096,4608}" > $OUT/b144_g.txt 2>&1
+echo "gpt-oss at $SECONDS s"
+timeout 170 python3 benchmarks/block_cut.py --preset qwen3-30b-a3b \
+  --sweep "128:${QT:-1792,2048,4096,8192} 144:${QT:-1792,2048,4096,8192}" > $OUT/b144_q.txt 2>&1
+echo "qwen3 at $SECONDS s"
+timeout $((575 - SECONDS)) python3 benchmarks/block_cut.py --preset deepseek-v3 \
+  --sweep "128:4096 144:4096" > $OUT/b144_d.txt 2>&1
+echo "deepseek at $SECONDS s"
+for f in $OUT/b144_?.txt; do echo "== $f"; grep -vE "Warning|warn" $f | grep -v " us$" | tail -n 8; done
+grep -h "reference check failed\|Error" $OUT/b144_?.txt | head -n 5

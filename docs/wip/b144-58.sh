@@ -11,13 +11,13 @@ for d in .revs/pack/b144_128 .revs/pack/b144_144; do
   python3 tools/ptx_pack.py install $d --tree .revs/b144 2>&1 | tail -n 1; done
 cd .revs/b144
 export PYTHONPATH=/tmp/site:$PWD
-timeout 200 python3 benchmarks/block_cut.py --preset gpt-oss-120b \
-  --sweep "128:${GT:-2048,3584,4096,4608} 144:${GT:-2048,3584,4096,4608}" > $OUT/b144_g.txt 2>&1
+timeout 130 python3 benchmarks/block_cut.py --preset gpt-oss-120b \
+  --sweep "128:${GT:-2048,3584,4096} 144:${GT:-2048,3584,4096}" > $OUT/b144_g.txt 2>&1
 echo "gpt-oss at $SECONDS s"
-timeout 170 python3 benchmarks/block_cut.py --preset qwen3-30b-a3b \
-  --sweep "128:${QT:-1792,2048,4096,8192} 144:${QT:-1792,2048,4096,8192}" > $OUT/b144_q.txt 2>&1
+timeout 110 python3 benchmarks/block_cut.py --preset qwen3-30b-a3b \
+  --sweep "128:${QT:-2048,4096,8192} 144:${QT:-2048,4096,8192}" > $OUT/b144_q.txt 2>&1
 echo "qwen3 at $SECONDS s"
-timeout $((575 - SECONDS)) python3 benchmarks/block_cut.py --preset deepseek-v3 \
+timeout $((330 - SECONDS)) python3 benchmarks/block_cut.py --preset deepseek-v3 \
   --sweep "128:4096 144:4096" > $OUT/b144_d.txt 2>&1
 echo "deepseek at $SECONDS s"
 for f in $OUT/b144_?.txt; do echo "== $f"; grep -vE "Warning|warn" $f | grep -v " us$" | tail -n 8; done

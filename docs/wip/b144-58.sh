@@ -22,3 +22,10 @@ timeout $((330 - SECONDS)) python3 benchmarks/block_cut.py --preset deepseek-v3 
 echo "deepseek at $SECONDS s"
 for f in $OUT/b144_?.txt; do echo "== $f"; grep -vE "Warning|warn" $f | grep -v " us$" | tail -n 8; done
 grep -h "reference check failed\|Error" $OUT/b144_?.txt | head -n 5
+# then test_wgmma's b144 cases (keys compiled here), one process each
+ls tests/cuda/test_wgmma.py > /dev/null && python3 -m pytest -q -p no:cacheprovider -m gpu \
+  tests/cuda/test_wgmma.py -k b144 --collect-only 2>/dev/null | grep "::" > $OUT/ids.txt
+cat $OUT/ids.txt | xargs -P 4 -I{} sh -c 'timeout $((560 - '$SECONDS')) python3 -m pytest -q \
+  -p no:cacheprovider -m gpu "{}" > "$OUT/t_$(echo "{}" | md5sum | cut -c1-8).txt" 2>&1'
+echo "tests at $SECONDS s: $(cat $OUT/t_*.txt | grep -cE "[0-9]+ passed") passed of $(wc -l < $OUT/ids.txt)"
+grep -lE "failed|rror" $OUT/t_*.txt | head -n 2 | xargs -r tail -n 25

@@ -70,7 +70,7 @@ REGIMES = ("decode", "packed")
 # a second block at a lower padding than the next power of two (BLOCK_MAX_MEAN).
 # Every block is a multiple of 8 (an n8 mma tile, a group of 8 routes in the
 # wgmma image).
-BLOCK_SIZES = (8, 16, 24, 32, 48, 64, 128)
+BLOCK_SIZES = (8, 16, 24, 32, 48, 64, 128, 144)
 # The GEMMs on packed rows (mma, fma: the fallbacks) multiply up to this many
 # routes a CTA; a larger block takes one CTA a sub-block of as many
 # (gemm_cta_block; a padding-only one exits), so every GEMM takes every B.
@@ -147,7 +147,7 @@ MMA_MAX_REGS = 128
 # to 56: b64 / b128 at qwen3 T = 832 (52) 263.4 / 294.0, 896 (56) 274.3 / 301.8,
 # 960 (60) 296.5 / 312.2; gpt-oss T = 1664 (52) 1117.0 / 1194.1, 1792 (56)
 # 1204.6 / 1223.6, 1920 (60) 1295.2 / 1265.5 (a mean of 60 splits the layers).
-BLOCK_MAX_MEAN = {8: 4, 16: 9, 24: 20, 32: 28, 48: 40, 64: 56, 128: None}
+BLOCK_MAX_MEAN = {8: 4, 16: 9, 24: 20, 32: 28, 48: 40, 64: 56, 128: None, 144: None}
 
 # T <= the cut runs the direct decode regime: no route packing; every CTA reads
 # topk_ids itself, takes one active expert and a few 16-row weight tiles of
@@ -244,7 +244,7 @@ WGMMA_V2_RING = {8: 4, 16: 4, 24: 6, 32: 6, 48: 6, 64: 5}
 # multiplies its own 64 weight rows (warps 4g..4g+3: row tiles of the CTA's
 # 64 g .. 64 g + 63), so the block's activations are staged (and the ring fenced
 # and barriered) once for all of them; the CTA's tile_n grows by as much.
-WGMMA_V2_WARPGROUPS = {8: 2, 16: 2, 24: 2, 32: 2, 48: 2, 64: 2, 128: 2}
+WGMMA_V2_WARPGROUPS = {8: 2, 16: 2, 24: 2, 32: 2, 48: 2, 64: 2, 128: 2, 144: 2}
 # ... and each warpgroup multiplies WGMMA_V2_MTILES tiles of 64 weight rows
 # (m64 wgmma) by the block: blocks of 128 are the wide loop (kernels/
 # gemm_wgmma_v2.py), two m64 x n128 accumulators a warpgroup (128 fp32
@@ -253,7 +253,7 @@ WGMMA_V2_WARPGROUPS = {8: 2, 16: 2, 24: 2, 32: 2, 48: 2, 64: 2, 128: 2}
 # triton_kernels' Hopper MXFP4 tile (128 x 256 x 128, 1 CTA an SM: ncu,
 # performance.md Speed II step 13) on layout v2; where it pays against blocks
 # of 64: BLOCK_MAX_MEAN.
-WGMMA_V2_MTILES = {8: 1, 16: 1, 24: 1, 32: 1, 48: 1, 64: 1, 128: 2}
+WGMMA_V2_MTILES = {8: 1, 16: 1, 24: 1, 32: 1, 48: 1, 64: 1, 128: 2, 144: 2}
 WGMMA_V2_WIDE_RING = 6
 # ... capped in registers (PTX .maxnreg) so no key loses a CTA an SM to a few
 # registers: CTAs of 2 x 128 threads, 64 -> 4 CTAs share an SM's 64 K
@@ -263,7 +263,7 @@ WGMMA_V2_WIDE_RING = 6
 # 1109 / 324; one warpgroup a CTA under 72 / 80: 1178 / 333, 1209 / 346.
 # B = 32 went from 72 to 80 with the scale pairs of both rows (e8m0_rows),
 # which spill 12-16 bytes under 72 (performance.md step 27).
-WGMMA_V2_MAX_REGS = {8: 64, 16: 64, 24: 80, 32: 80, 48: 80, 64: 80, 128: None}
+WGMMA_V2_MAX_REGS = {8: 64, 16: 64, 24: 80, 32: 80, 48: 80, 64: 80, 128: None, 144: None}
 # ... and at least 80 in fc1 with the router weight on its input (the staged
 # activations rounded through registers): under 64 / 72 at blocks of 16 / 32
 # local ptxas serializes its wgmma (C7512, "insufficient register resources";
@@ -831,7 +831,9 @@ def gemm_cta_block(gemm: str, block: int) -> int:
     """Routes a packed fc1 / fc2 CTA multiplies: the block, or on the GEMMs that
     read packed rows a sub-block of at most PACKED_ROWS_MAX_BLOCK (block //
     gemm_cta_block CTAs a block, along the grid's y)."""
-    return block if gemm_reads_v2(gemm, block) else min(block, PACKED_ROWS_MAX_BLOCK)
+    if gemm_reads_v2(gemm, block) or block <= PACKED_ROWS_MAX_BLOCK:
+        return block
+    return max(b for b in BLOCK_SIZES if b <= PACKED_ROWS_MAX_BLOCK and block % b == 0)
 
 
 def gemm_block_ctas(gemm: str, block: int) -> int:

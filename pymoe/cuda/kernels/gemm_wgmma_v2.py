@@ -145,7 +145,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     assert b in WGMMA_V2_MTILES, b
     mt = WGMMA_V2_MTILES[b]             # m64 tiles a warpgroup (2: the wide loop)
     wide = mt > 1
-    assert not wide or b == 128, b
+    assert not wide or b in (128, 144), b
     which = "w13" if gather_tokens else "w2"
     gated = gather_tokens and is_gated(key.activation)
     on_input = tile_roles(key, gather_tokens)[0]
@@ -401,7 +401,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return tix * KT_WORDS + lane * 4, tix * sw + (2 * g if nv else g)
 
     @cuda.jit(device=True, inline=True)
-    def copy_ktile(c, sl, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, stager, a, utid, avec):
+    def copy_ktile(c, sl, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager, a, utid, avec):
         """The cp.async copies of k-tile c (< kt_n) into ring slot sl: this
         thread's weights and scale word(s) of each m-tile, and (stager) its
         quarter of route m's activations (wide: of routes m and m + 64 too;
@@ -413,9 +413,11 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             stage_x(c, sl + xoff, r0, hh, a, avec)
             if wide:
                 stage_x(c, sl + xoff + uint32(HALF), r1, hh, a, avec)
+                if b > 128 and utid < uint32(4 * (b - 128)):
+                    stage_x(c, sl + xoff + uint32(2 * HALF), r2, hh, a, avec)
 
     @cuda.jit(device=True, inline=True)
-    def ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, stager, a, utid,
+    def ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager, a, utid,
                       avec, s2, tid):
         """The copies of k-tiles 0 .. ring - 3 (those < kt_n), one group each
         (empty past kt_n: the group count stays), then the scale table (the
@@ -423,7 +425,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         for c0 in range(ring - 2):
             if c0 < kt_n:
                 copy_ktile(uint32(c0), ring_base + uint32(c0 * SLOT), gw0, gs0, gw1, gs1,
-                           xoff, r0, r1, hh, stager, a, utid, avec)
+                           xoff, r0, r1, r2, hh, stager, a, utid, avec)
             cp_commit()
         fill_table(s2, tid)
 
@@ -459,7 +461,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         cuda.syncthreads()
 
     @cuda.jit(device=True, inline=True)
-    def ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, stager, a, utid,
+    def ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager, a, utid,
                   avec):
         """After iteration c's barrier: k-tile c + ring - 2's copies into slot nxt,
         the one k-tile c - 2 was read from (every warp retired that k-tile's
@@ -467,16 +469,16 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         the group count stays)."""
         cs = uint32(c + uint32(ring - 2))
         if cs < uint32(kt_n):
-            copy_ktile(cs, ring_base + nxt * uint32(SLOT), gw0, gs0, gw1, gs1, xoff, r0, r1,
+            copy_ktile(cs, ring_base + nxt * uint32(SLOT), gw0, gs0, gw1, gs1, xoff, r0, r1, r2,
                        hh, stager, a, utid, avec)
         cp_commit()
 
     @cuda.jit(device=True, inline=True)
-    def ring_refill(c, nxt, ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, stager,
+    def ring_refill(c, nxt, ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager,
                     a, utid, avec):
         """ring_wait, then ring_copy: the top of ring iteration c."""
         ring_wait(st_x)
-        ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, stager, a, utid,
+        ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager, a, utid,
                   avec)
 
     @cuda.jit(device=True, inline=True)
@@ -523,7 +525,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         (Every warp's wait_group 0 in k-tile c - 1 retired k-tile c - 2's wgmma.)"""
         cur = uint32(j)
         nxt = uint32((j + ring - 2) % ring)
-        ring_refill(c, nxt, ring_base, st_x, gw, gs, gw, gs, xoff, r0, r0, hh, stager, a,
+        ring_refill(c, nxt, ring_base, st_x, gw, gs, gw, gs, xoff, r0, r0, r0, hh, stager, a,
                     utid, avec)
         wa0, wa1, wa2, wa3, sa0, sa1 = slot_words(ring_base + cur * uint32(SLOT), utid, 0)
         return ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, SLOT // 16)
@@ -567,7 +569,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
         r0 = route_src(off, mult, hh, a)
         ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
-        ring_prologue(ring_base, gw, gs, gw, gs, xoff, r0, r0, hh, stager, a, utid, avec,
+        ring_prologue(ring_base, gw, gs, gw, gs, xoff, r0, r0, r0, hh, stager, a, utid, avec,
                       s2, tid)
         acc = fill(float32(0.0))
         dring = ring_desc(ring_base)
@@ -596,7 +598,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         pad = keep if full else widen
 
         @cuda.jit(device=True, inline=True)
-        def loop(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, a, utid, avec, s2):
+        def loop(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, a, utid, avec, s2):
             # (not unrolled by a ring turn like the ring loop: measured 3% slower
             # at T = 4096, docs/performance.md step 22)
             acc0 = fill_n(float32(0.0))
@@ -614,7 +616,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
                 # (every warp's wait_group 1 before k-tile c - 1's second m-tile
                 # retired k-tile c - 2's groups)
-                ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, True, a,
+                ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, True, a,
                           utid, avec)
                 d = dring + int64(cur * uint32(SLOT // 16))
                 wait1()                     # m-tile 0's group of k-tile c - 1 retired
@@ -635,11 +637,12 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return acc
 
     @cuda.jit(device=True, inline=True)
-    def widen(acc):                     # 32 accumulators -> the n128 fragment's 64
-        return acc + fill64(float32(0.0))
+    def widen(acc):                     # 32 accumulators -> the full fragment's b / 2
+        return acc + fill_rest(float32(0.0))
 
     if wide:
         fill64 = make_acc_fill(64)
+        fill_rest = make_acc_fill(b - 64)
         loop128 = make_wide_loop(True)
         loop64 = make_wide_loop(False)
 
@@ -656,17 +659,22 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         hh = uint32(tid & 3)            # m + 64, a quarter each (stage_x)
         off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
         off1, mult1 = route_row(blk, m + 64, pri, n_routes, top_k, tw)
+        off2 = int64(-1)                # blocks past 128: threads below 4 (b - 128)
+        mult2 = float32(1.0)            # also stage route m + 128
+        if b > 128 and m < b - 128:
+            off2, mult2 = route_row(blk, m + 128, pri, n_routes, top_k, tw)
         r0 = route_src(off, mult, hh, a)
         r1 = route_src(off1, mult1, hh, a)
+        r2 = route_src(off2, mult2, hh, a)
         live1 = int64(pri[blk * b + 64]) < n_routes     # (uniform) routes 64.. hold one
         ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
-        ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, True, a, utid, avec,
+        ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, True, a, utid, avec,
                       s2, tid)
         if live1:
-            acc0, acc1 = loop128(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, a,
+            acc0, acc1 = loop128(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, a,
                                  utid, avec, s2)
         else:
-            acc0, acc1 = loop64(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, hh, a,
+            acc0, acc1 = loop64(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, a,
                                 utid, avec, s2)
         cp_wait0()                      # (only empty groups can be left)
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free

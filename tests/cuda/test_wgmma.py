@@ -634,6 +634,29 @@ def test_block_gemm_b128_matches_reference(case, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("case", [
+    "440-256-144-8-2-bfloat16-mxfp4-silu-gate_up-wgmma",
+    "560-272-80-8-2-float16-nvfp4-relu2-gate_up-wgmma",
+    "520-512-224-4-1-bfloat16-mxfp4-swigluoai-interleaved-wgmma",
+    "440-256-144-8-2-bfloat16-mxfp4-silu-gate_up-mma",
+])
+def test_block_gemm_b144_matches_reference(case, monkeypatch):
+    """Blocks of 144 routes (BLOCK_MAX_MEAN patched: 128 up to a mean of 100, 144
+    past it; asserted): on wgmma the wide loop at n144 (threads below 64 staging
+    routes 128..143; the n64 copy on blocks whose routes 64.. are padding), K
+    tails at 272 / 80; on mma CTAs of 48-route sub-blocks."""
+    from pymoe import geometry as geo
+    from tests.cuda.diff import check_case
+    from tests.problems import Case
+    t, h, i, e, k, dt, fmt, act, lay, gemm = case.split("-")
+    monkeypatch.setenv("PYMOE_GEMM", gemm)
+    monkeypatch.setattr(geo, "BLOCK_MAX_MEAN", {**geo.BLOCK_MAX_MEAN, 128: 100, 144: None})
+    assert geo.select_block_size(int(t), int(k), int(e)) == 144
+    check_case(Case(int(t), int(h), int(i), int(e), int(k), dtype=dt, format=fmt,
+                    activation=act, layout=lay, bias=True, seed=int(t)), device=True)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("case", ["400-512-224-128-8-32-bfloat16", "201-256-144-8-2-64-bfloat16",
                                   "150-512-224-8-2-48-float16",     # ring at 48
                                   "513-256-144-8-2-128-bfloat16",   # ring at 32 / 64, wide

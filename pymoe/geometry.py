@@ -67,7 +67,8 @@ REGIMES = ("decode", "packed")
 # on the N side); 64 and 128 keep a prefill tile's weight reuse high (128: the
 # wgmma GEMM's wide loop, kernels/gemm_wgmma_v2.py); 24 and 48 sit between
 # 16 / 32 and 32 / 64 (n24 / n48 wgmma on the ring), so fewer experts spill into
-# a second block at a lower padding than the next power of two (BLOCK_MAX_MEAN).
+# a second block at a lower padding than the next power of two (BLOCK_MAX_MEAN);
+# 144 (n144 on the wide loop) holds a mean of 128 routes and its spread.
 # Every block is a multiple of 8 (an n8 mma tile, a group of 8 routes in the
 # wgmma image).
 BLOCK_SIZES = (8, 16, 24, 32, 48, 64, 128, 144)
@@ -147,7 +148,18 @@ MMA_MAX_REGS = 128
 # to 56: b64 / b128 at qwen3 T = 832 (52) 263.4 / 294.0, 896 (56) 274.3 / 301.8,
 # 960 (60) 296.5 / 312.2; gpt-oss T = 1664 (52) 1117.0 / 1194.1, 1792 (56)
 # 1204.6 / 1223.6, 1920 (60) 1295.2 / 1265.5 (a mean of 60 splits the layers).
-BLOCK_MAX_MEAN = {8: 4, 16: 9, 24: 20, 32: 28, 48: 40, 64: 56, 128: None, 144: None}
+# Then blocks of 144 (step 42): at a mean of 128 (256, 512) about half the
+# experts spill a few routes into one more block of 128 and decode their weights
+# again for them (gpt-oss T = 4096 about 240 us of 2092); 144 holds 128 +- 11
+# routes in one block 92% of the time.  H100, same bench, b128 / b144:
+#   gpt-oss     T = 2048 (64) 1318.5 / 1418.1   3584 (112) 1646.3 / 1695.5
+#                   4096 (128) 2049.2 / 1814.3
+#   qwen3       T = 2048 (128) 525.5 / 475.2   4096 (256) 881.4 / 842.1
+#                   8192 (512) 1588.5 / 1576.0
+#   deepseek-v3 T = 4096 (128) 7066.6 / 5998.4
+# so 128 up to a mean of 120 (where 21% of the experts spill at 128 and 144's
+# wider tile costs about what 128's spills do; not measured there), 144 past it.
+BLOCK_MAX_MEAN = {8: 4, 16: 9, 24: 20, 32: 28, 48: 40, 64: 56, 128: 120, 144: None}
 
 # T <= the cut runs the direct decode regime: no route packing; every CTA reads
 # topk_ids itself, takes one active expert and a few 16-row weight tiles of

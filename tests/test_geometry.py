@@ -255,16 +255,16 @@ def test_route_pack_grid():
 def test_blocks_of_128_from_a_mean_of_128_routes_on_every_gemm():
     """The automatic B follows BLOCK_MAX_MEAN: 8 up to a mean of 4 routes an
     expert, 16 up to 9, 24 up to 20, 32 up to 28, 48 up to 40, 64 up to 56, 128
-    from there.  Every GEMM takes every B: the packed-row GEMMs (mma, fma) as CTAs
-    of sub-blocks of PACKED_ROWS_MAX_BLOCK, so their fc1 / fc2 keys and tiles are
-    those of 64."""
+    up to 120, 144 from there.  Every GEMM takes every B: the packed-row GEMMs
+    (mma, fma) as CTAs of sub-blocks of PACKED_ROWS_MAX_BLOCK (48 at 144), so
+    their fc1 / fc2 keys and tiles are those of 64."""
     means = {1: 8, 4: 8, 5: 16, 9: 16, 10: 24, 20: 24, 21: 32, 28: 32, 29: 48, 40: 48,
-             41: 64, 56: 64, 57: 128, 5000: 128}
+             41: 64, 56: 64, 57: 128, 120: 128, 121: 144, 5000: 144}
     for mean, b in means.items():
         assert geo.select_block_size(mean * 8, 2, 16) == b, mean       # T k / Eg = mean
     assert geo.block_size_ranges(4000, 4, 16, lo=1) == [
         (8, 1, 16), (16, 17, 36), (24, 37, 80), (32, 81, 112), (48, 113, 160),
-        (64, 161, 224), (128, 225, 4000)]
+        (64, 161, 224), (128, 225, 480), (144, 481, 4000)]
     kw = dict(format="mxfp4", activation="silu", dtype="bfloat16", hidden_size=64,
               intermediate_size=32, has_bias=False, router_on_input=False,
               swiglu_limit=None, swiglu_alpha=None)
@@ -274,6 +274,9 @@ def test_blocks_of_128_from_a_mean_of_128_routes_on_every_gemm():
         assert k1.block == k2.block == 128
         cta = geo.gemm_cta_block(gemm, 128)
         assert cta == (128 if gemm == "wgmma" else geo.PACKED_ROWS_MAX_BLOCK) and cta >= 64
+        # blocks of 144: one CTA on wgmma, three CTAs of 48 on the packed-row GEMMs
+        assert geo.gemm_cta_block(gemm, 144) == (144 if gemm == "wgmma" else 48)
+        assert geo.gemm_block_ctas(gemm, 144) == (1 if gemm == "wgmma" else 3)
         if gemm != "wgmma":
             assert (k1.tile_n, k2.tile_n) == (s1.tile_n, s2.tile_n)
             assert geo.gemm_threads(gemm, 128) == geo.gemm_threads(gemm, 64)

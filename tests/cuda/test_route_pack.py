@@ -75,7 +75,7 @@ def test_multi_cta_route_pack_equals_reference(routing, monkeypatch):
         monkeypatch.setattr(geo, "ROUTE_PACK_THREADS", kern.THREADS)
         monkeypatch.setattr(geo, "ROUTE_PACK_TILE", 2 * kern.THREADS)
         shapes = {"uniform": [(150, 4, 8, 16), (97, 3, 5, 8), (300, 4, 8, 16), (150, 4, 8, 24),
-                              (300, 4, 8, 48)],
+                              (300, 4, 8, 48), (400, 4, 8, 144)],
                   "map": [(150, 4, 8, 16), (300, 4, 8, 16)]}.get(routing, [(150, 4, 8, 16)])
         # (600 routes: the count loop's 4-route rounds run, 291 do not; a last
         # tile of one round or less)
@@ -84,7 +84,8 @@ def test_multi_cta_route_pack_equals_reference(routing, monkeypatch):
         import cupy as xp
         shapes = [(150, 4, 8, 16), (4096, 4, 128, 64), (8192, 8, 128, 64), (5000, 8, 256, 32),
                   (20000, 8, 256, 32),           # 160000 routes: tiles of 2 rounds
-                  (4096, 4, 128, 48), (5000, 8, 256, 24)]   # blocks between powers of two
+                  (4096, 4, 128, 48), (5000, 8, 256, 24),   # blocks between powers of two
+                  (4096, 4, 128, 144), (8192, 8, 256, 144)]
     grids = _check(routing, shapes, xp)
     assert max(grids) > 1, grids                  # several CTAs took part somewhere
 

@@ -43,11 +43,13 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   g (warps 4g .. 4g + 3) multiplies the CTA's row tiles 4g .. 4g + 3, i.e. its
   own 64 weight rows, so the activations are staged, fenced and barriered once
   for all of them; its accumulators land in rows 64g .. 64g + 63 of each
-  route's warpgroups x 64 in the tile.  Blocks of 128 (geometry.WGMMA_V2_MTILES
-  2) give a warpgroup two such m-tiles, the CTA's m-tiles 2g and 2g + 1.
+  route's warpgroups x 64 in the tile.  Blocks of 128 and 144
+  (geometry.WGMMA_V2_MTILES 2) give a warpgroup two such m-tiles, the CTA's
+  m-tiles 2g and 2g + 1.
 - Two main loops on one cp.async ring, one barrier a k-tile each; the block
   picks:
-  * the wide loop (B = 128, triton_kernels' 128 x 256 tile): the cp.async ring
+  * the wide loop (B = 128 or 144, triton_kernels' 128 x 256 tile, or 144 x
+    256; threads below 64 also stage routes 128 .. 143): the cp.async ring
     below with WGMMA_V2_WIDE_RING slots (4 k-tiles ahead, up to 172 KB of
     dynamic shared memory, one CTA an SM), each holding both m-tiles' weights
     and scales; threads 4m .. 4m + 3 stage routes m and m + 64.  Each m-tile's

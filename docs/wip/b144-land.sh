@@ -1,0 +1,16 @@
+# Step 42's last call: the GPU tests that blocks of 144 reach automatically now
+# (BLOCK_MAX_MEAN 128: 120; test_gpu's 9 cases of a mean past 120, the packer at
+# 144, test_wgmma's cases moved or added), keys compiled here, one process each.
+# carry [".whl"]
+. docs/wip/dev.sh
+dev_setup
+T="python3 -m pytest -q -p no:cacheprovider -m gpu --collect-only"
+{ $T tests/cuda/test_gpu.py 2>/dev/null | grep "::" | grep -E "\[T1024-|\[T257-H256-I144-(E1-k1|E7-k4|E8-k8)-"
+  $T tests/cuda/test_route_pack.py -k "multi_cta and uniform" 2>/dev/null | grep "::"
+  $T tests/cuda/test_wgmma.py -k "b144 or fp16_nvfp4_scales or (nan_scale and 128) or b128" 2>/dev/null | grep "::"
+} > $OUT/ids.txt
+echo "$(wc -l < $OUT/ids.txt) tests"
+cat $OUT/ids.txt | xargs -P 15 -I{} sh -c 'timeout 420 python3 -m pytest -q \
+  -p no:cacheprovider -m gpu "{}" > "$OUT/t_$(echo "{}" | md5sum | cut -c1-8).txt" 2>&1'
+echo "tests at $SECONDS s: $(cat $OUT/t_*.txt | grep -cE "[0-9]+ passed") passed of $(wc -l < $OUT/ids.txt)"
+for f in $OUT/t_*.txt; do grep -qE "[0-9]+ passed" $f || { echo "== $f"; tail -n 15 $f; }; done | head -n 60

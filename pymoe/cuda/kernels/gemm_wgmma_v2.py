@@ -406,8 +406,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     def copy_ktile(c, sl, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager, a, utid, avec):
         """The cp.async copies of k-tile c (< kt_n) into ring slot sl: this
         thread's weights and scale word(s) of each m-tile, and (stager) its
-        quarter of route m's activations (wide: of routes m and m + 64 too;
-        r0, r1: route_src), uncommitted."""
+        quarter of route m's activations (wide: of routes m and m + 64 too, and
+        at blocks of 144 threads below 64 of route m + 128; r0, r1, r2:
+        route_src), uncommitted."""
         copy_w(c, sl, gw0, gs0, utid, 0)
         if wide:
             copy_w(c, sl, gw1, gs1, utid, 1)

@@ -459,7 +459,8 @@ def test_v2_chain_kernel_matches_numpy(fmt, dtype, which, act, k, n):
 
 @pytest.mark.parametrize("fmt,dtype,block", [("mxfp4", "bfloat16", 64), ("nvfp4", "float16", 8),
                                              ("mxfp4", "float16", 32), ("nvfp4", "bfloat16", 128),
-                                             ("mxfp4", "bfloat16", 16), ("mxfp4", "float16", 16)])
+                                             ("mxfp4", "bfloat16", 16), ("mxfp4", "float16", 16),
+                                             ("mxfp4", "float16", 144)])
 def test_wgmma_block_gemm_ptx(fmt, dtype, block):
     """fc1 / fc2 with gemm='wgmma': sm_90a, m64nBk16 in fours (four a 64-K v2 k-tile and
     m-tile; 16-byte cp.async for weights and activations, its ring's slots - 3

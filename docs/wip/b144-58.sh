@@ -6,9 +6,7 @@
 # carry [".whl", ".revs/b144.tgz", ".revs/b144"]
 . docs/wip/dev.sh
 dev_setup
-tar -xzf .revs/b144.tgz
-for d in .revs/pack/b144_128 .revs/pack/b144_144; do
-  python3 tools/ptx_pack.py install $d --tree .revs/b144 2>&1 | tail -n 1; done
+TREE=.revs/b144 dev_packs .revs/b144.tgz
 cd .revs/b144
 export PYTHONPATH=/tmp/site:$PWD
 timeout 130 python3 benchmarks/block_cut.py --preset gpt-oss-120b \
@@ -25,7 +23,4 @@ grep -h "reference check failed\|Error" $OUT/b144_?.txt | head -n 5
 # then test_wgmma's b144 cases (keys compiled here), one process each
 ls tests/cuda/test_wgmma.py > /dev/null && python3 -m pytest -q -p no:cacheprovider -m gpu \
   tests/cuda/test_wgmma.py -k b144 --collect-only 2>/dev/null | grep "::" > $OUT/ids.txt
-cat $OUT/ids.txt | xargs -P 4 -I{} sh -c 'timeout $((560 - '$SECONDS')) python3 -m pytest -q \
-  -p no:cacheprovider -m gpu "{}" > "$OUT/t_$(echo "{}" | md5sum | cut -c1-8).txt" 2>&1'
-echo "tests at $SECONDS s: $(cat $OUT/t_*.txt | grep -cE "[0-9]+ passed") passed of $(wc -l < $OUT/ids.txt)"
-grep -lE "failed|rror" $OUT/t_*.txt | head -n 2 | xargs -r tail -n 25
+par_tests 4 $((560 - SECONDS))

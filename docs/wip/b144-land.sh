@@ -10,7 +10,4 @@ T="python3 -m pytest -q -p no:cacheprovider -m gpu --collect-only"
   $T tests/cuda/test_wgmma.py -k "b144 or fp16_nvfp4_scales or (nan_scale and 128) or b128" 2>/dev/null | grep "::"
 } > $OUT/ids.txt
 echo "$(wc -l < $OUT/ids.txt) tests"
-cat $OUT/ids.txt | xargs -P 15 -I{} sh -c 'timeout 420 python3 -m pytest -q \
-  -p no:cacheprovider -m gpu "{}" > "$OUT/t_$(echo "{}" | md5sum | cut -c1-8).txt" 2>&1'
-echo "tests at $SECONDS s: $(cat $OUT/t_*.txt | grep -cE "[0-9]+ passed") passed of $(wc -l < $OUT/ids.txt)"
-for f in $OUT/t_*.txt; do grep -qE "[0-9]+ passed" $f || { echo "== $f"; tail -n 15 $f; }; done | head -n 60
+par_tests 15 420

@@ -3,11 +3,15 @@
 #                        line), PYTHONPATH, no .pyc; prints the GPU; SECONDS from 0
 #   dev_packs TGZ [DIR..] unpack TGZ (packed here, git-ignored under .revs/) and install
 #                        each DIR into the device's disk cache (default: every .revs/pack/*
-#                        the tarball holds)
+#                        the tarball holds); keys of the source tree TREE (default .:
+#                        ptx_pack skips the others)
 #   san TOOL NAME ARGS.. compute-sanitizer TOOL on `pytest -v -m gpu ARGS` in the
 #                        background, LIM (540 s) each, log $OUT/NAME.log
 #   san_report [NAME..]  after `wait`: each log's passed / failed, its sanitizer
 #                        summary and first reports (default: every $OUT/*.log)
+#   par_tests P LIM      each test id of $OUT/ids.txt in its own pytest process (each
+#                        compiles its own keys), P at once, LIM s each; then how many
+#                        passed and the tails of the logs that did not pass
 dev_setup() {
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit
@@ -19,7 +23,7 @@ dev_packs() {
   local tgz=$1 d; shift
   tar -xzf "$tgz"
   [ $# -gt 0 ] || set -- $(tar -tzf "$tgz" | grep -oE "^\.revs/pack/[^/]+" | sort -u)
-  for d in "$@"; do python3 tools/ptx_pack.py install "$d" 2>&1 | tail -n 1; done
+  for d in "$@"; do python3 tools/ptx_pack.py install "$d" --tree "${TREE:-.}" 2>&1 | tail -n 1; done
   echo "installed in $SECONDS s"
 }
 san() {
@@ -37,4 +41,11 @@ san_report() {
     grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|didn't terminate" $L | sort | uniq -c
     grep -o "Program hit.*\|Invalid __.*\|Race reported.*" $L | grep -v cuGetProcAddress | sort | uniq -c | head -n 5
   done
+}
+par_tests() {
+  local p=$1 lim=$2 f
+  xargs -P "$p" -I{} sh -c 'timeout '"$lim"' python3 -m pytest -q -p no:cacheprovider -m gpu \
+    "{}" > "$OUT/t_$(echo "{}" | md5sum | cut -c1-8).txt" 2>&1' < "$OUT/ids.txt"
+  echo "tests at $SECONDS s: $(cat $OUT/t_*.txt | grep -cE "[0-9]+ passed") passed of $(wc -l < $OUT/ids.txt)"
+  for f in $OUT/t_*.txt; do grep -qE "[0-9]+ passed" $f || { echo "== $f"; tail -n 25 $f; }; done | head -n 80
 }

@@ -9,7 +9,7 @@
 . docs/wip/dev.sh
 dev_setup
 dev_packs .revs/wide.tgz .revs/pack/wide_base
-dev_packs .revs/ring5.tgz
+TREE=.revs/ring5 dev_packs .revs/ring5.tgz   # (step 42's run lacked TREE: compiled there)
 B="python3 -m pymoe bench --block-size 128 --decode-max-tokens 0 --no-progress --mode graph"
 ab() {   # TREE NAME: qwen3 T = 2048, 4096 and gpt-oss-120b T = 4096 from TREE
   (cd $1 && PYTHONPATH=/tmp/site:$PWD timeout 100 $B --preset qwen3-30b-a3b --tokens 2048,4096 \

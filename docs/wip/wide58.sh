@@ -22,10 +22,7 @@ echo "new gpt-oss at $SECONDS s"
 # the wide cases one process each (each compiles its own keys), 12 at once
 python3 -m pytest -q -p no:cacheprovider -m gpu tests/cuda/test_wgmma.py --collect-only \
   -k "wide_ntiles or b128 or (nan_scale and 128)" 2>/dev/null | grep "::" > $OUT/ids.txt
-cat $OUT/ids.txt | xargs -P 12 -I{} sh -c 'timeout $((590 - '$SECONDS')) python3 -m pytest -q \
-  -p no:cacheprovider -m gpu "{}" > "$OUT/t_$(echo "{}" | md5sum | cut -c1-8).txt" 2>&1'
-echo "tests at $SECONDS s: $(cat $OUT/t_*.txt | grep -cE "[0-9]+ passed") passed of $(wc -l < $OUT/ids.txt)"
-grep -lE "failed|rror" $OUT/t_*.txt | head -n 3 | xargs -r tail -n 30
+par_tests 12 $((590 - SECONDS))
 for f in $OUT/base_?.txt; do echo "== $f"; grep -E "^ *[a-z].*[0-9]" $f | tail -n 8; done
 for f in $OUT/nt_?.txt; do echo "== $f"; tail -n 6 $f; done
 echo "total $SECONDS s"

@@ -3,6 +3,8 @@
 # tree (graph replays, L2 flushed, every row checked against the reference): main at the
 # blocks its cut picks, nsel at both 128 and 144 (where the cut should go).  Then the
 # wide-loop tests of nsel (keys compiled here), one process each.
+# (wip/nsel, the chain-of-reads variant, is a local branch: nsel.patch holds nsel2, the
+# barrier-counted one; the chain is its pick reading pri at 64, 80, .. instead of cnt.)
 # Keys: .revs/n58.tgz (n58_{nsel,head}_{128,144}, packed here).
 # carry [".whl", ".revs/n58.tgz", ".revs/nsel", ".revs/head"]
 . docs/wip/dev.sh

@@ -9,6 +9,9 @@
 #                        background, LIM (540 s) each, log $OUT/NAME.log
 #   san_report [NAME..]  after `wait`: each log's passed / failed, its sanitizer
 #                        summary and first reports (default: every $OUT/*.log)
+#   bc TREE NAME PRESET SWEEP LIM
+#                        benchmarks/block_cut.py from .revs/TREE's own source, LIM s,
+#                        into $OUT/bc_NAME.txt
 #   par_tests P LIM      each test id of $OUT/ids.txt in its own pytest process (each
 #                        compiles its own keys), P at once, LIM s each; then how many
 #                        passed and the tails of the logs that did not pass
@@ -41,6 +44,11 @@ san_report() {
     grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|didn't terminate" $L | sort | uniq -c
     grep -o "Program hit.*\|Invalid __.*\|Race reported.*" $L | grep -v cuGetProcAddress | sort | uniq -c | head -n 5
   done
+}
+bc() {
+  (cd .revs/$1 && PYTHONPATH=/tmp/site:$PWD timeout $5 python3 benchmarks/block_cut.py \
+    --preset $3 --sweep "$4") > $OUT/bc_$2.txt 2>&1
+  echo "$2 at $SECONDS s"
 }
 par_tests() {
   local p=$1 lim=$2 f

@@ -11,11 +11,6 @@
 dev_setup
 TREE=.revs/nsel dev_packs .revs/n58.tgz .revs/pack/n58_nsel_128 .revs/pack/n58_nsel_144
 TREE=.revs/head dev_packs .revs/n58.tgz .revs/pack/n58_head_128 .revs/pack/n58_head_144
-bc() {  # TREE NAME PRESET SWEEP LIM
-  (cd .revs/$1 && PYTHONPATH=/tmp/site:$PWD timeout $5 python3 benchmarks/block_cut.py \
-    --preset $3 --sweep "$4") > $OUT/bc_$2.txt 2>&1
-  echo "$2 at $SECONDS s"
-}
 bc head g_head gpt-oss-120b "128:2048,3584 144:4096" 100
 bc nsel g_nsel gpt-oss-120b "128:2048,3584,4096 144:2048,3584,4096" 130
 bc head q_head qwen3-30b-a3b "144:2048,4096" 60

@@ -9,11 +9,6 @@ dev_setup
 TREE=.revs/head dev_packs .revs/n58.tgz .revs/pack/n58_head_128 .revs/pack/n58_head_144
 TREE=.revs/nsel2 dev_packs .revs/n59.tgz .revs/pack/n59_nsel2_128 .revs/pack/n59_nsel2_144
 TREE=.revs/fi dev_packs .revs/n59.tgz .revs/pack/n59_fi_128 .revs/pack/n59_fi_144
-bc() {  # TREE NAME PRESET SWEEP LIM
-  (cd .revs/$1 && PYTHONPATH=/tmp/site:$PWD timeout $5 python3 benchmarks/block_cut.py \
-    --preset $3 --sweep "$4") > $OUT/bc_$2.txt 2>&1
-  echo "$2 at $SECONDS s"
-}
 bc head g_head gpt-oss-120b "128:2048,3584 144:3584,4096" 100
 bc head q_head qwen3-30b-a3b "144:2048,4096" 60
 bc fi q_fi qwen3-30b-a3b "144:2048,4096" 60

@@ -641,21 +641,55 @@ def test_block_gemm_b128_matches_reference(case, monkeypatch):
     "560-272-80-8-2-float16-nvfp4-relu2-gate_up-wgmma",
     "520-512-224-4-1-bfloat16-mxfp4-swigluoai-interleaved-wgmma",
     "440-256-144-8-2-bfloat16-mxfp4-silu-gate_up-mma",
+    "460-272-80-8-2-float16-mxfp4-silu-gate_up-wgmma-on_input",
 ])
 def test_block_gemm_b144_matches_reference(case, monkeypatch):
     """Blocks of 144 routes (BLOCK_MAX_MEAN patched to 128 up to a mean of 100, so
-    the mean of 110 takes 144 too; asserted): on wgmma the wide loop at n144 (threads below 64 staging
-    routes 128..143; the n64 copy on blocks whose routes 64.. are padding), K
-    tails at 272 / 80; on mma CTAs of 48-route sub-blocks."""
+    the mean of 110 takes 144 too; asserted): on wgmma the wide loop at n144
+    (routes 128..143 copied a 16-byte chunk a thread by warpgroup 1, or, with
+    the router weight on the input, staged through registers by threads below
+    64; the n64 copy on blocks whose routes 64.. are padding), K tails at 272 /
+    80; on mma CTAs of 48-route sub-blocks."""
     from pymoe import geometry as geo
     from tests.cuda.diff import check_case
     from tests.problems import Case
-    t, h, i, e, k, dt, fmt, act, lay, gemm = case.split("-")
+    t, h, i, e, k, dt, fmt, act, lay, gemm, *on_input = case.split("-")
     monkeypatch.setenv("PYMOE_GEMM", gemm)
     monkeypatch.setattr(geo, "BLOCK_MAX_MEAN", {**geo.BLOCK_MAX_MEAN, 128: 100, 144: None})
     assert geo.select_block_size(int(t), int(k), int(e)) == 144
     check_case(Case(int(t), int(h), int(i), int(e), int(k), dtype=dt, format=fmt,
-                    activation=act, layout=lay, bias=True, seed=int(t)), device=True)
+                    activation=act, layout=lay, bias=True, seed=int(t),
+                    on_input=bool(on_input)), device=True)
+
+
+@pytest.mark.gpu
+def test_block_gemm_b144_x_not_16_byte_aligned_gives_the_same_bits(monkeypatch):
+    """Blocks of 144 with x 4-byte but not 16-byte aligned: fc1 stages every route
+    (128..143 too) through registers (4-byte loads) rather than by cp.async,
+    and gives the aligned run's bits; a K tail (H = 272)."""
+    import cupy as cp
+    import pymoe
+    from pymoe import geometry as geo
+    from tests.problems import Case, make_problem
+    monkeypatch.setenv("PYMOE_GEMM", "wgmma")
+    monkeypatch.setattr(geo, "BLOCK_MAX_MEAN", {**geo.BLOCK_MAX_MEAN, 128: 100, 144: None})
+    t, h, i, e, k = 460, 272, 80, 8, 2
+    assert geo.select_block_size(t, k, e) == 144
+    prob = make_problem(Case(t, h, i, e, k, seed=11))
+    plan = pymoe.plan(pymoe.Caps.for_weights(prob.experts, max_tokens=t, top_k=k))
+    kw = dict(scratch=pymoe.cuda.allocate_scratch(plan),
+              experts=pymoe.cuda.to_device(prob.experts),
+              topk_weights=cp.asarray(prob.topk_weights), topk_ids=cp.asarray(prob.topk_ids))
+    aligned = cp.asarray(prob.x.view(np.uint16))
+    assert aligned.data.ptr % 16 == 0
+    buf = cp.zeros(t * h + 8, cp.uint16)
+    x4 = buf[2:2 + t * h].reshape(t, h)
+    x4[...] = aligned
+    assert x4.data.ptr % 16 and not x4.data.ptr % 4
+    y = pymoe.run(plan.bind(x=aligned, **kw)).get()
+    bits = y.view(np.uint16)                 # bf16 (x went in as its 16-bit words)
+    assert ((bits & 0x7FFF) < 0x7F80).all() and (bits & 0x7FFF).any()   # no NaN, not 0
+    np.testing.assert_array_equal(pymoe.run(plan.bind(x=x4, **kw)).get(), y)
 
 
 @pytest.mark.gpu

@@ -49,7 +49,8 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
 - Two main loops on one cp.async ring, one barrier a k-tile each; the block
   picks:
   * the wide loop (B = 128 or 144, triton_kernels' 128 x 256 tile, or 144 x
-    256; threads below 64 also stage routes 128 .. 143): the cp.async ring
+    256; routes 128 .. 143 by cp.async a 16-byte chunk a thread of warpgroup
+    1, through registers by threads below 64): the cp.async ring
     below with WGMMA_V2_WIDE_RING slots (4 k-tiles ahead, up to 172 KB of
     dynamic shared memory, one CTA an SM), each holding both m-tiles' weights
     and scales; threads 4m .. 4m + 3 stage routes m and m + 64.  Each m-tile's
@@ -324,6 +325,39 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 cp_async16_g(r, ga)
                 cp_async16_g(r + uint32(2 * step_b), ga + uint64(64))
 
+    # Blocks of 144: routes 128 .. 143 are staged by cp.async one 16-byte chunk a
+    # thread by the CTA's last 8 (b - 128) threads (warpgroup 1 at 144), so every
+    # warp issues 4 or 5 activation copies a k-tile rather than warps 0 and 1 six
+    # (through registers, threads below 4 (b - 128) stage them as stage_x does).
+    X3 = nthr - 8 * (b - 128) if b > 128 else nthr
+    assert X3 >= 0
+
+    @cuda.jit(device=True, inline=True)
+    def x3row(utid):
+        """The image row (slot-relative shared address) of the route 128 + j that
+        thread X3 + 8 j + q copies chunk q of."""
+        j = (utid - uint32(X3)) >> uint32(3)
+        return uint32(WSLOT + SSLOT + 2 * HALF) + (j >> uint32(3)) * uint32(SBO) + (
+            j & uint32(7)) * uint32(32)
+
+    @cuda.jit(device=True, inline=True)
+    def stage_chunk(c, row, rsrc, q, a):
+        """16-byte chunk q (0 .. 7) of k-tile c of one route row into the image
+        (row: its shared address), by cp.async, in stage_x's swizzle: the two
+        lanes of a 32-byte global sector write one 32-byte chunk of shared
+        memory.  rsrc: route_src's tuple at chunk q (its xa is chunk q's
+        address at k-tile 0).  Padding: skipped; past K: zero-filled."""
+        off, mult, xa = rsrc
+        if off >= 0:
+            r = (row + (q >> uint32(1)) * uint32(step_b)
+                 + (((q & uint32(1)) << uint32(4)) ^ ((row >> uint32(3)) & uint32(16))))
+            ga = xa + uint64(c) * uint64(128)
+            if kw_tail:
+                ok = uint32(c * uint32(64) + uint32(8) * q) < uint32(kdim)
+                cp_async16_z(r, ga if ok else xa, uint32(16) if ok else uint32(0))
+            else:
+                cp_async16_g(r, ga)
+
     @cuda.jit(device=True, inline=True)
     def ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, slot16):
         """One k-tile on the tensor cores, both loops: wait for the previous one
@@ -407,8 +441,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         """The cp.async copies of k-tile c (< kt_n) into ring slot sl: this
         thread's weights and scale word(s) of each m-tile, and (stager) its
         quarter of route m's activations (wide: of routes m and m + 64 too, and
-        at blocks of 144 threads below 64 of route m + 128; r0, r1, r2:
-        route_src), uncommitted."""
+        at blocks of 144 a chunk of routes 128 .. 143: stage_chunk, or through
+        registers route m + 128 by threads below 64; r0, r1, r2: route_src),
+        uncommitted."""
         copy_w(c, sl, gw0, gs0, utid, 0)
         if wide:
             copy_w(c, sl, gw1, gs1, utid, 1)
@@ -416,8 +451,12 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             stage_x(c, sl + xoff, r0, hh, a, avec)
             if wide:
                 stage_x(c, sl + xoff + uint32(HALF), r1, hh, a, avec)
-                if b > 128 and utid < uint32(4 * (b - 128)):
-                    stage_x(c, sl + xoff + uint32(2 * HALF), r2, hh, a, avec)
+                if b > 128:
+                    if not on_input and avec:   # cp.async: a chunk a thread of the last
+                        if utid >= uint32(X3):  # 8 (b - 128) threads (stage_chunk)
+                            stage_chunk(c, sl + x3row(utid), r2, utid & uint32(7), a)
+                    elif utid < uint32(4 * (b - 128)):
+                        stage_x(c, sl + xoff + uint32(2 * HALF), r2, hh, a, avec)
 
     @cuda.jit(device=True, inline=True)
     def ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager, a, utid,
@@ -662,15 +701,22 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         hh = uint32(tid & 3)            # m + 64, a quarter each (stage_x)
         off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
         off1, mult1 = route_row(blk, m + 64, pri, n_routes, top_k, tw)
-        off2 = int64(-1)                # blocks past 128: threads below 4 (b - 128)
-        mult2 = float32(1.0)            # also stage route m + 128
-        if b > 128 and m < b - 128:
-            off2, mult2 = route_row(blk, m + 128, pri, n_routes, top_k, tw)
+        ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
+        off2 = int64(-1)                # blocks past 128: routes 128 .. b - 1, by
+        mult2 = float32(1.0)            # cp.async a chunk q2 a thread from X3 on
+        q2 = hh                         # (stage_chunk), else threads below 4 (b - 128)
+        if b > 128:                     # route m + 128 as stage_x
+            if not st_x:
+                if tid >= X3:
+                    q2 = uint32(tid & 7)
+                    off2, mult2 = route_row(blk, 128 + ((tid - X3) >> 3), pri, n_routes,
+                                            top_k, tw)
+            elif m < b - 128:
+                off2, mult2 = route_row(blk, m + 128, pri, n_routes, top_k, tw)
         r0 = route_src(off, mult, hh, a)
         r1 = route_src(off1, mult1, hh, a)
-        r2 = route_src(off2, mult2, hh, a)
+        r2 = route_src(off2, mult2, q2, a)
         live1 = int64(pri[blk * b + 64]) < n_routes     # (uniform) routes 64.. hold one
-        ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
         ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, True, a, utid, avec,
                       s2, tid)
         if live1:

@@ -103,7 +103,10 @@ def make_route_row(key: LaunchKey, block: int, gather_tokens: bool):
     """route_row(blk, m, pri, n_routes, top_k, tw) -> (off, mult): the uint32-word
     offset of slot m's activation row in block blk (-1 for padding) and the
     router weight to apply on the input (1 unless router_on_input): fc1 gathers
-    token rows r // top_k, fc2 reads the slot's own intermediate row."""
+    token rows r // top_k, fc2 reads the slot's own intermediate row.  A
+    padding slot's columns reach only its own accumulators, which neither
+    epilogue writes out (fc1 writes zeros there, fc2 skips the slot), so its
+    row is never loaded or staged."""
     on_input = key.router_on_input and gather_tokens
     hw = key.hidden_size // 2
     iw = key.intermediate_size // 2
@@ -119,8 +122,8 @@ def make_route_row(key: LaunchKey, block: int, gather_tokens: bool):
                 off = (r // top_k) * hw
                 if on_input:
                     mult = tw[r]
-        else:
-            off = slot * iw
+        elif int64(pri[slot]) < n_routes:     # fc2: the slot's own row; padding
+            off = slot * iw                     # (fc1's zero rows) is not staged
         return off, mult
 
     return route_row

@@ -12,6 +12,11 @@
 #   bc TREE NAME PRESET SWEEP LIM
 #                        benchmarks/block_cut.py from .revs/TREE's own source, LIM s,
 #                        into $OUT/bc_NAME.txt
+#   bc_report [N]        after the bc runs: each $OUT/bc_*.txt's last N (6) lines of
+#                        table and any failed reference check
+#   shards N LIM ARGS..  `pytest -m gpu --shard i/N ARGS` for i < N at once, LIM s each,
+#                        logs $OUT/s$i.log; waits for every background job (san's too),
+#                        then each shard's failures and last line
 #   par_tests P LIM      each test id of $OUT/ids.txt in its own pytest process (each
 #                        compiles its own keys), P at once, LIM s each; then how many
 #                        passed and the tails of the logs that did not pass
@@ -49,6 +54,22 @@ bc() {
   (cd .revs/$1 && PYTHONPATH=/tmp/site:$PWD timeout $5 python3 benchmarks/block_cut.py \
     --preset $3 --sweep "$4") > $OUT/bc_$2.txt 2>&1
   echo "$2 at $SECONDS s"
+}
+bc_report() {
+  local f
+  for f in $OUT/bc_*.txt; do echo "== $f"; grep -vE "Warning|warn" $f | grep -v " us$" | tail -n ${1:-6}; done
+  grep -h "reference check failed\|Error" $OUT/bc_*.txt | head -n 5
+}
+shards() {
+  local n=$1 lim=$2 i f; shift 2
+  for i in $(seq 0 $((n - 1))); do
+    timeout "$lim" python3 -m pytest -q -p no:cacheprovider -m gpu -rfE --shard $i/$n "$@" \
+      > $OUT/s$i.log 2>&1 &
+  done
+  wait
+  for i in $(seq 0 $((n - 1))); do
+    f=$OUT/s$i.log; echo "== shard $i"; grep -E "^(FAILED|ERROR) " $f | head -n 8; tail -n 1 $f | cut -c1-120
+  done
 }
 par_tests() {
   local p=$1 lim=$2 f

@@ -9,13 +9,6 @@
 dev_setup
 export OMP_NUM_THREADS=2
 dev_packs .revs/packs.tgz .revs/pack/wt_gpu .revs/pack/wt_wgmma .revs/pack/wt_fuzz
-for i in 0 1 2 3 4 5; do
-  timeout ${SUITE_S:-400} python3 -m pytest -q -p no:cacheprovider -m gpu -rfE --shard $i/6 \
-    tests/cuda/test_gpu.py tests/cuda/test_wgmma.py tests/cuda/test_self_pack.py \
-    tests/cuda/test_route_pack.py tests/cuda/test_fuzz.py > $OUT/s$i.log 2>&1 &
-done
-wait
-for i in 0 1 2 3 4 5; do
-  f=$OUT/s$i.log; echo "== shard $i"; grep -E "^(FAILED|ERROR) " $f | head -n 8; tail -n 1 $f | cut -c1-120
-done
+shards 6 ${SUITE_S:-400} tests/cuda/test_gpu.py tests/cuda/test_wgmma.py \
+  tests/cuda/test_self_pack.py tests/cuda/test_route_pack.py tests/cuda/test_fuzz.py
 echo "total $SECONDS s"

@@ -16,8 +16,7 @@ bc nsel2 g_nsel2 gpt-oss-120b "128:2048,2560,3072,3584 144:2048,2560,3072,3584,4
 bc nsel2 q_nsel2 qwen3-30b-a3b "128:2048 144:2048,4096" 70
 bc head d_head deepseek-v3 "144:4096" 70
 bc nsel2 d_nsel2 deepseek-v3 "144:4096" 70
-for f in $OUT/bc_*.txt; do echo "== $f"; grep -vE "Warning|warn" $f | grep -v " us$" | tail -n 6; done
-grep -h "reference check failed\|Error" $OUT/bc_*.txt | head -n 5
+bc_report
 cd .revs/nsel2 && export PYTHONPATH=/tmp/site:$PWD
 python3 -m pytest -q -p no:cacheprovider -m gpu tests/cuda/test_wgmma.py \
   -k "wide_loop_n_per_block or b144 or b128_matches" --collect-only 2>/dev/null | grep "::" > $OUT/ids.txt

@@ -21,8 +21,7 @@ for t in head fc2pad s144 both; do
   [ $t = s144 ] && S="144:4096" || S="128:2048 144:4096"
   bc $t g_$t gpt-oss-120b "$S" 90
 done
-for f in $OUT/bc_*.txt; do echo "== $f"; grep -vE "Warning|warn" $f | grep -v " us$" | tail -n 5; done
-grep -h "reference check failed\|Error" $OUT/bc_*.txt | head -n 5
+bc_report 5
 cd .revs/both && export PYTHONPATH=/tmp/site:$PWD
 python3 -m pytest -q -p no:cacheprovider -m gpu tests/cuda/test_wgmma.py \
   -k "b144" --collect-only 2>/dev/null | grep "::" > $OUT/ids.txt

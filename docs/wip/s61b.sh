@@ -22,17 +22,8 @@ for t in head both; do
   bc $t g5_$t gpt-oss-120b "24:512" 40
   bc $t q5_$t qwen3-30b-a3b "48:512" 40
 done
-for f in $OUT/bc_*.txt; do echo "== $f"; grep -vE "Warning|warn" $f | grep -v " us$" | tail -n 4; done
-grep -h "reference check failed\|Error" $OUT/bc_*.txt | head -n 5
+bc_report 4
 cd .revs/both && export PYTHONPATH=/tmp/site:$PWD
-L=$((585 - SECONDS))
-for i in 0 1 2 3 4 5; do
-  timeout $L python3 -m pytest -q -p no:cacheprovider -m gpu -rfE --shard $i/6 -k "not b144" \
-    tests/cuda/test_wgmma.py tests/cuda/test_self_pack.py tests/cuda/test_route_pack.py \
-    > $OUT/s$i.log 2>&1 &
-done
-wait
-for i in 0 1 2 3 4 5; do
-  f=$OUT/s$i.log; echo "== shard $i"; grep -E "^(FAILED|ERROR) " $f | head -n 8; tail -n 1 $f | cut -c1-120
-done
+shards 6 $((585 - SECONDS)) -k "not b144" tests/cuda/test_wgmma.py tests/cuda/test_self_pack.py \
+  tests/cuda/test_route_pack.py
 echo "total $SECONDS s"

@@ -11,13 +11,6 @@ L=$((${TL:-560} - SECONDS))
 export LIM=$L
 san racecheck rc_b144 tests/cuda/test_wgmma.py -k "b144 and 440-256-144 and wgmma"
 san memcheck mc_b144 tests/cuda/test_wgmma.py -k "b144 and (aligned or on_input or 560-272)"
-for i in 0 1 2 3 4 5; do
-  timeout $L python3 -m pytest -q -p no:cacheprovider -m gpu -rfE --shard $i/6 \
-    tests/cuda/test_gpu.py tests/cuda/test_fuzz.py > $OUT/s$i.log 2>&1 &
-done
-wait
-for i in 0 1 2 3 4 5; do
-  f=$OUT/s$i.log; echo "== shard $i"; grep -E "^(FAILED|ERROR) " $f | head -n 8; tail -n 1 $f | cut -c1-120
-done
+shards 6 $L tests/cuda/test_gpu.py tests/cuda/test_fuzz.py
 san_report rc_b144 mc_b144
 echo "total $SECONDS s"

@@ -121,3 +121,16 @@ def check_problem(p, *, device: bool, max_tokens=None, repeats=1):
         np.testing.assert_array_equal(_bits(other["y"]), _bits(runs[0]["y"]),
                                       err_msg=f"{case}: not deterministic")
     return runs
+
+
+def x_4_not_16(x):
+    """A device copy of the 16-bit (T, H) array x whose data pointer is 4-byte but
+    not 16-byte aligned: the packed GEMMs then load x 4 bytes at a time and stage
+    it through registers."""
+    import cupy as cp
+    t, h = x.shape
+    buf = cp.zeros(t * h + 8, cp.uint16)
+    x4 = buf[2:2 + t * h].reshape(t, h)
+    x4[...] = x
+    assert x4.data.ptr % 16 and not x4.data.ptr % 4
+    return x4

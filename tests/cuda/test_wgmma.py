@@ -663,18 +663,22 @@ def test_block_gemm_b144_matches_reference(case, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_block_gemm_b144_x_not_16_byte_aligned_gives_the_same_bits(monkeypatch):
-    """Blocks of 144 with x 4-byte but not 16-byte aligned: fc1 stages every route
-    (128..143 too) through registers (4-byte loads) rather than by cp.async,
-    and gives the aligned run's bits; a K tail (H = 272)."""
+@pytest.mark.parametrize("t, blk", [(150, 48), (180, 64), (460, 144)])
+def test_block_gemm_x_not_16_byte_aligned_gives_the_same_bits(t, blk, monkeypatch):
+    """x 4-byte but not 16-byte aligned: fc1 stages every route through registers
+    (4-byte loads) in the chunks cp.async copies otherwise (the ring loop's two
+    a thread at 48 / 64, blocks of 144's routes 128..143 a chunk a thread), and
+    gives the aligned run's bits; a K tail (H = 272)."""
     import cupy as cp
     import pymoe
     from pymoe import geometry as geo
+    from tests.cuda.diff import x_4_not_16
     from tests.problems import Case, make_problem
     monkeypatch.setenv("PYMOE_GEMM", "wgmma")
-    monkeypatch.setattr(geo, "BLOCK_MAX_MEAN", {**geo.BLOCK_MAX_MEAN, 128: 100, 144: None})
-    t, h, i, e, k = 460, 272, 80, 8, 2
-    assert geo.select_block_size(t, k, e) == 144
+    if blk == 144:
+        monkeypatch.setattr(geo, "BLOCK_MAX_MEAN", {**geo.BLOCK_MAX_MEAN, 128: 100, 144: None})
+    h, i, e, k = 272, 80, 8, 2
+    assert geo.select_block_size(t, k, e) == blk
     prob = make_problem(Case(t, h, i, e, k, seed=11))
     plan = pymoe.plan(pymoe.Caps.for_weights(prob.experts, max_tokens=t, top_k=k))
     kw = dict(scratch=pymoe.cuda.allocate_scratch(plan),
@@ -682,14 +686,10 @@ def test_block_gemm_b144_x_not_16_byte_aligned_gives_the_same_bits(monkeypatch):
               topk_weights=cp.asarray(prob.topk_weights), topk_ids=cp.asarray(prob.topk_ids))
     aligned = cp.asarray(prob.x.view(np.uint16))
     assert aligned.data.ptr % 16 == 0
-    buf = cp.zeros(t * h + 8, cp.uint16)
-    x4 = buf[2:2 + t * h].reshape(t, h)
-    x4[...] = aligned
-    assert x4.data.ptr % 16 and not x4.data.ptr % 4
     y = pymoe.run(plan.bind(x=aligned, **kw)).get()
     bits = y.view(np.uint16)                 # bf16 (x went in as its 16-bit words)
     assert ((bits & 0x7FFF) < 0x7F80).all() and (bits & 0x7FFF).any()   # no NaN, not 0
-    np.testing.assert_array_equal(pymoe.run(plan.bind(x=x4, **kw)).get(), y)
+    np.testing.assert_array_equal(pymoe.run(plan.bind(x=x_4_not_16(aligned), **kw)).get(), y)
 
 
 @pytest.mark.gpu

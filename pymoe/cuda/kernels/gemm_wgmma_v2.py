@@ -33,12 +33,13 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
   natural K order (v2 holds each k-step in the fragment's own order), K-major
   in the 32-byte swizzle (sbo 256): a route's 16 values of k-step s as 8 words
   x0..x7 are one 32-byte row, x0 .. x3 and x4 .. x7 swapped where address bit 7
-  is set (pymoe/ref/wgmma.py b_image_sw32).  Threads 4m .. 4m + 3 stage route
-  m's k-tile (zeros past K and in padding): through registers thread q takes
-  k-step q; by cp.async it takes the route's 128-byte run's 16-byte chunks q
-  and q + 4, so each copy instruction reads whole 32-byte sectors and writes
-  each into one 32-byte chunk of shared memory, which a copy needs to fetch
-  the sector once (stage_x; docs/performance.md steps 18 and 19).
+  is set (pymoe/ref/wgmma.py b_image_sw32).  A route's k-tile is staged in
+  16-byte chunks (stage_chunk: zeros past K, padding routes skipped), a warp's
+  lanes on consecutive chunks so each copy instruction reads whole 32-byte
+  sectors and writes each into one 32-byte chunk of shared memory, which a
+  copy needs to fetch the sector once (docs/performance.md steps 18 and 19):
+  in the wide loop threads 4m .. 4m + 3 take chunks q and q + 4 of route m
+  (stage_x), in the ring loop thread t takes chunk t % 8 of route t / 8.
 - A CTA runs geometry.gemm_warpgroups(B) warpgroups on the one ring: warpgroup
   g (warps 4g .. 4g + 3) multiplies the CTA's row tiles 4g .. 4g + 3, i.e. its
   own 64 weight rows, so the activations are staged, fenced and barriered once
@@ -49,9 +50,8 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
 - Two main loops on one cp.async ring, one barrier a k-tile each; the block
   picks:
   * the wide loop (B = 128 or 144, triton_kernels' 128 x 256 tile, or 144 x
-    256; routes 128 .. 143 by cp.async a 16-byte chunk a thread of warpgroup
-    1, through registers by threads below 64): the cp.async ring
-    below with WGMMA_V2_WIDE_RING slots (4 k-tiles ahead, up to 172 KB of
+    256; routes 128 .. 143 a 16-byte chunk a thread of warpgroup 1): the
+    cp.async ring below with WGMMA_V2_WIDE_RING slots (4 k-tiles ahead, up to 172 KB of
     dynamic shared memory, one CTA an SM), each holding both m-tiles' weights
     and scales; threads 4m .. 4m + 3 stage routes m and m + 64.  Each m-tile's
     4 wgmma m64n128k16 are their own group, and wgmma.wait_group 1 before an
@@ -61,10 +61,12 @@ tests/cuda/test_wgmma.py's one-CTA chain kernel on the H200):
     once a CTA (a branch inside the loop makes ptxas retire both groups before
     the second decode: step 13 of docs/performance.md).
   * the ring loop (B <= 64): WGMMA_V2_RING[B] slots, each a
-    k-tile's weights (16 bytes a thread), scale word(s) and image, every byte
-    copied by cp.async (activations zero-filled past K and in padding; a router
-    weight on the input, or a base not 16-byte aligned, goes through registers
-    and st.shared instead), S - 2 k-tiles ahead (S slots).  Iteration c:
+    k-tile's weights (16 bytes a thread), scale word(s) and image (thread t
+    stages 16-byte chunk t % 8 of route t / 8, and of route (t + 256) / 8
+    where B > 32), every byte copied by cp.async (activations zero-filled
+    past K, padding skipped; a router weight on the input, or a base not
+    16-byte aligned, goes through registers and st.shared instead, in the
+    same chunks), S - 2 k-tiles ahead (S slots).  Iteration c:
     cp.async.wait_group S - 3 (k-tile c landed), the proxy fence where
     activations went through registers (cp.async's own writes need none:
     triton_kernels fences none, and dropping it measured the same), barrier
@@ -252,27 +254,22 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return ld_nc1(a, src), ld_nc1(a, src + 1), ld_nc1(a, src + 2), ld_nc1(a, src + 3)
 
     @cuda.jit(device=True, inline=True)
-    def load_x(c, off, q, mult, a, avec):
-        """The 8 activation words (k-step q of k-tile c) of one route row at word
-        offset off (< 0: padding): zeros past K or in padding."""
+    def load_chunk(c, off, q, mult, a, avec):
+        """The 4 activation words (16-byte chunk q, 8 values) of k-tile c of one
+        route row at word offset off (>= 0), scaled by mult where the router
+        weight is on the input: zeros past K (K % 8 == 0, so a chunk is all in
+        or all out)."""
         z = uint32(0)
-        x0 = x1 = x2 = x3 = x4 = x5 = x6 = x7 = z
-        k0 = uint32(c * uint32(64) + uint32(16) * q)
-        if off >= 0 and k0 < uint32(kdim):
-            src = off + int64(uint32(c * uint32(32) + uint32(8) * q))
-            x0, x1, x2, x3 = load8(a, src, avec)
-            if not kw_tail or uint32(k0 + uint32(8)) < uint32(kdim):
-                x4, x5, x6, x7 = load8(a, src + 4, avec)
+        x0 = x1 = x2 = x3 = z
+        if uint32(c * uint32(64) + uint32(8) * q) < uint32(kdim):
+            x0, x1, x2, x3 = load8(a, off + int64(uint32(c * uint32(32) + uint32(4) * q)),
+                                   avec)
             if on_input:
                 x0 = round_pair(x0, mult)
                 x1 = round_pair(x1, mult)
                 x2 = round_pair(x2, mult)
                 x3 = round_pair(x3, mult)
-                x4 = round_pair(x4, mult)
-                x5 = round_pair(x5, mult)
-                x6 = round_pair(x6, mult)
-                x7 = round_pair(x7, mult)
-        return x0, x1, x2, x3, x4, x5, x6, x7
+        return x0, x1, x2, x3
 
     @cuda.jit(device=True, inline=True)
     def route_src(off, mult, q, a):
@@ -285,78 +282,91 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return off, mult, xa
 
     @cuda.jit(device=True, inline=True)
-    def stage_x(c, row, rsrc, q, a, avec):
-        """Thread q's quarter of k-tile c of one route row into the image, whose
-        route row starts at shared address row (k-step s's 32 bytes at + s step_b,
-        in the 32-byte swizzle: its 16-byte halves swapped where bit 7 of the
-        address is set, so both stay in the row's 32-byte chunk).  By cp.async
-        (zero-filling: padding and past K read nothing) the row's 16-byte chunks q
-        and q + 4, so the warp's first copy takes bytes 0..63 of each of its
-        routes' 128-byte runs and its second bytes 64..127.  The two lanes that
-        share a global sector write one 32-byte chunk of shared memory: the copy
-        then fetches each sector once (a no-swizzle image, halves 128 bytes apart,
-        it fetched each twice: docs/performance.md step 18,
-        tools/probe_l2_copies.py).  When
-        the values must be scaled (router weight on the input) or the base is not
-        16-byte aligned: k-step q, loaded, scaled and stored here (the next
-        barrier's proxy fence covers the stores).  rsrc: route_src's tuple.  A
-        padding route's copies are skipped: its image columns keep stale values,
-        which reach only its own accumulator columns (wgmma's N side), never
-        read."""
+    def img_row(m):
+        """Route m's (uint32) 32-byte row in a ring slot's k-step 0 image, slot-
+        relative: groups of 8 routes SBO bytes apart."""
+        return uint32(WSLOT + SSLOT) + (m >> uint32(3)) * uint32(SBO) + (
+            m & uint32(7)) * uint32(32)
+
+    @cuda.jit(device=True, inline=True)
+    def chunk_at(row, q):
+        """The shared address of 16-byte chunk q (0 .. 7: k-step q / 2's half q % 2)
+        of a route row at shared address row (k-step s's 32 bytes at + s step_b)
+        in the 32-byte swizzle: a k-step's halves swapped where bit 7 of the
+        address is set, so both stay in the row's 32-byte chunk."""
+        return (row + (q >> uint32(1)) * uint32(step_b)
+                + (((q & uint32(1)) << uint32(4)) ^ ((row >> uint32(3)) & uint32(16))))
+
+    @cuda.jit(device=True, inline=True)
+    def copy16(r, ga, k0, zsrc):
+        """cp.async 16 bytes (8 values from K index k0) from global address ga
+        to shared address r, zero-filled past K (reading nothing: from zsrc)."""
+        if kw_tail:
+            ok = k0 < uint32(kdim)
+            cp_async16_z(r, ga if ok else zsrc, uint32(16) if ok else uint32(0))
+        else:
+            cp_async16_g(r, ga)
+
+    @cuda.jit(device=True, inline=True)
+    def copy_chunk(c, row, off, xa, q):
+        """Chunk q of k-tile c of a route row (at word offset off, < 0: padding,
+        skipped) into the image at row, by cp.async from xa, chunk q's global
+        address at k-tile 0.  The two lanes of a 32-byte global sector write
+        one 32-byte chunk of shared memory, so the copy fetches each sector
+        once (a no-swizzle image, halves 128 bytes apart, fetched each twice:
+        docs/performance.md step 18, tools/probe_l2_copies.py)."""
+        if off >= 0:
+            copy16(chunk_at(row, q), xa + uint64(c) * uint64(128),
+                   uint32(c * uint32(64) + uint32(8) * q), xa)
+
+    @cuda.jit(device=True, inline=True)
+    def put_chunk(c, row, off, mult, q, a, avec):
+        """copy_chunk through registers, for when the values must be scaled
+        (router weight on the input) or the base is not 16-byte aligned:
+        loaded, scaled and stored (the next barrier's proxy fence covers the
+        stores); zeros past K."""
+        if off >= 0:
+            x0, x1, x2, x3 = load_chunk(c, off, q, mult, a, avec)
+            sts4(chunk_at(row, q), x0, x1, x2, x3)
+
+    @cuda.jit(device=True, inline=True)
+    def stage_chunk(c, row, rsrc, q, a, avec):
+        """16-byte chunk q of k-tile c of one route row into the image at row
+        (rsrc: route_src's tuple at chunk q), by copy_chunk or put_chunk.  A
+        padding route's chunks are skipped: its image columns keep stale
+        values, which reach only its own accumulator columns (wgmma's N side),
+        never read."""
         off, mult, xa = rsrc
         if on_input or not avec:
-            x0, x1, x2, x3, x4, x5, x6, x7 = load_x(c, off, q, mult, a, avec)
-            r = row + q * uint32(step_b)
-            h0 = (row >> uint32(3)) & uint32(16)                # half 0's unit
-            sts4(r + h0, x0, x1, x2, x3)
-            sts4(r + (h0 ^ uint32(16)), x4, x5, x6, x7)
+            put_chunk(c, row, off, mult, q, a, avec)
         else:
-            r = (row + (q >> uint32(1)) * uint32(step_b)
-                 + (((q & uint32(1)) << uint32(4)) ^ ((row >> uint32(3)) & uint32(16))))
-            ga = xa + uint64(c) * uint64(128)                   # chunk q of k-tile c
-            if off >= 0 and kw_tail:        # chunks q, q + 4 past K: zeros, not read
-                k0 = uint32(c * uint32(64) + uint32(8) * q)
-                ok = k0 < uint32(kdim)
-                ok1 = uint32(k0 + uint32(32)) < uint32(kdim)
-                cp_async16_z(r, ga if ok else xa, uint32(16) if ok else uint32(0))
-                cp_async16_z(r + uint32(2 * step_b), ga + uint64(64) if ok1 else xa,
-                             uint32(16) if ok1 else uint32(0))
-            elif off >= 0:
-                cp_async16_g(r, ga)
-                cp_async16_g(r + uint32(2 * step_b), ga + uint64(64))
+            copy_chunk(c, row, off, xa, q)
 
-    # Blocks of 144: routes 128 .. 143 are staged by cp.async one 16-byte chunk a
-    # thread by the CTA's last 8 (b - 128) threads (warpgroup 1 at 144), so every
-    # warp issues 4 or 5 activation copies a k-tile rather than warps 0 and 1 six
-    # (through registers, threads below 4 (b - 128) stage them as stage_x does).
+    @cuda.jit(device=True, inline=True)
+    def stage_x(c, row, rsrc, q, a, avec):
+        """Thread q's quarter of k-tile c of one route row (the wide loop's
+        mapping, threads 4m .. 4m + 3 on route m): chunks q and q + 4 (as
+        stage_chunk), so the warp's first copy takes bytes 0..63 of each of its
+        routes' 128-byte runs and its second bytes 64..127."""
+        off, mult, xa = rsrc
+        if on_input or not avec:
+            put_chunk(c, row, off, mult, q, a, avec)
+            put_chunk(c, row, off, mult, q + uint32(4), a, avec)
+        elif off >= 0:                  # copy_chunk twice, sharing the addresses
+            r = chunk_at(row, q)
+            ga = xa + uint64(c) * uint64(128)
+            k0 = uint32(c * uint32(64) + uint32(8) * q)
+            copy16(r, ga, k0, xa)
+            copy16(r + uint32(2 * step_b), ga + uint64(64), uint32(k0 + uint32(32)), xa)
+
+    # Blocks of 144: routes 128 .. 143 are staged one 16-byte chunk a thread by the
+    # CTA's last 8 (b - 128) threads (warpgroup 1 at 144), so every warp issues 4
+    # or 5 activation copies a k-tile rather than warps 0 and 1 six.  The ring
+    # loop (blocks <= 64) stages all its routes so: thread t chunk t % 8 of route
+    # t / 8 and, past 32 routes, of route (t + nthr) / 8.
     X3 = nthr - 8 * (b - 128) if b > 128 else nthr
     assert X3 >= 0
-
-    @cuda.jit(device=True, inline=True)
-    def x3row(utid):
-        """The image row (slot-relative shared address) of the route 128 + j that
-        thread X3 + 8 j + q copies chunk q of."""
-        j = (utid - uint32(X3)) >> uint32(3)
-        return uint32(WSLOT + SSLOT + 2 * HALF) + (j >> uint32(3)) * uint32(SBO) + (
-            j & uint32(7)) * uint32(32)
-
-    @cuda.jit(device=True, inline=True)
-    def stage_chunk(c, row, rsrc, q, a):
-        """16-byte chunk q (0 .. 7) of k-tile c of one route row into the image
-        (row: its shared address), by cp.async, in stage_x's swizzle: the two
-        lanes of a 32-byte global sector write one 32-byte chunk of shared
-        memory.  rsrc: route_src's tuple at chunk q (its xa is chunk q's
-        address at k-tile 0).  Padding: skipped; past K: zero-filled."""
-        off, mult, xa = rsrc
-        if off >= 0:
-            r = (row + (q >> uint32(1)) * uint32(step_b)
-                 + (((q & uint32(1)) << uint32(4)) ^ ((row >> uint32(3)) & uint32(16))))
-            ga = xa + uint64(c) * uint64(128)
-            if kw_tail:
-                ok = uint32(c * uint32(64) + uint32(8) * q) < uint32(kdim)
-                cp_async16_z(r, ga if ok else xa, uint32(16) if ok else uint32(0))
-            else:
-                cp_async16_g(r, ga)
+    assert wide or 8 * b <= 2 * nthr, b
 
     @cuda.jit(device=True, inline=True)
     def ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, slot16):
@@ -437,37 +447,42 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return tix * KT_WORDS + lane * 4, tix * sw + (2 * g if nv else g)
 
     @cuda.jit(device=True, inline=True)
-    def copy_ktile(c, sl, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager, a, utid, avec):
-        """The cp.async copies of k-tile c (< kt_n) into ring slot sl: this
-        thread's weights and scale word(s) of each m-tile, and (stager) its
-        quarter of route m's activations (wide: of routes m and m + 64 too, and
-        at blocks of 144 a chunk of routes 128 .. 143: stage_chunk, or through
-        registers route m + 128 by threads below 64; r0, r1, r2: route_src),
-        uncommitted."""
+    def copy_ktile(c, sl, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid, avec):
+        """The copies of k-tile c (< kt_n) into ring slot sl: this thread's
+        weights and scale word(s) of each m-tile (cp.async), and its activation
+        chunks (stage_chunk; r0, r1, r2: route_src, rows from xoff: ring_setup):
+        the wide loop's chunks q and q + 4 of routes m and m + 64 (stage_x) and
+        at blocks of 144 from thread X3 on chunk utid % 8 of route 128 + (utid -
+        X3) / 8; the ring loop's chunk q = utid % 8 of route utid / 8 and, past
+        nthr / 8 routes, of route utid / 8 + nthr / 8.  Uncommitted."""
         copy_w(c, sl, gw0, gs0, utid, 0)
         if wide:
             copy_w(c, sl, gw1, gs1, utid, 1)
-        if stager:
-            stage_x(c, sl + xoff, r0, hh, a, avec)
-            if wide:
-                stage_x(c, sl + xoff + uint32(HALF), r1, hh, a, avec)
-                if b > 128:
-                    if not on_input and avec:   # cp.async: a chunk a thread of the last
-                        if utid >= uint32(X3):  # 8 (b - 128) threads (stage_chunk)
-                            stage_chunk(c, sl + x3row(utid), r2, utid & uint32(7), a)
-                    elif utid < uint32(4 * (b - 128)):
-                        stage_x(c, sl + xoff + uint32(2 * HALF), r2, hh, a, avec)
+            stage_x(c, sl + xoff, r0, q, a, avec)
+            stage_x(c, sl + xoff + uint32(HALF), r1, q, a, avec)
+            if b > 128:
+                if utid >= uint32(X3):
+                    stage_chunk(c, sl + img_row(uint32(128) + ((utid - uint32(X3)) >> uint32(3))),
+                                r2, utid & uint32(7), a, avec)
+        elif on_input or not avec:
+            put_chunk(c, sl + xoff, r0[0], r0[1], q, a, avec)
+            if 8 * b > nthr:
+                put_chunk(c, sl + xoff + uint32(nthr // 64 * SBO), r1[0], r1[1], q, a, avec)
+        else:
+            copy_chunk(c, sl + xoff, r0[0], r0[2], q)
+            if 8 * b > nthr:
+                copy_chunk(c, sl + xoff + uint32(nthr // 64 * SBO), r1[0], r1[2], q)
 
     @cuda.jit(device=True, inline=True)
-    def ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager, a, utid,
-                      avec, s2, tid):
+    def ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid, avec, s2,
+                      tid):
         """The copies of k-tiles 0 .. ring - 3 (those < kt_n), one group each
         (empty past kt_n: the group count stays), then the scale table (the
         first iteration's barrier publishes it)."""
         for c0 in range(ring - 2):
             if c0 < kt_n:
                 copy_ktile(uint32(c0), ring_base + uint32(c0 * SLOT), gw0, gs0, gw1, gs1,
-                           xoff, r0, r1, r2, hh, stager, a, utid, avec)
+                           xoff, r0, r1, r2, q, a, utid, avec)
             cp_commit()
         fill_table(s2, tid)
 
@@ -482,15 +497,16 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     @cuda.jit(device=True, inline=True)
     def ring_setup(acc_tile, a, tid):
         """(ring_base, xoff, avec, st_x, utid): the ring's 256-byte aligned base
-        in the caller's tile (the image's swizzle repeats every 256 bytes), route
-        m = tid / 4's 32-byte row in a slot's k-step 0 image, whether
-        the activations' base is 16-byte aligned, whether stage_x stores through
-        registers (then the proxy fence is needed), and tid as uint32."""
-        m = tid >> 2
+        in the caller's tile (the image's swizzle repeats every 256 bytes), the
+        row (img_row) of this thread's route m in a slot's image (the wide
+        loop's m = tid / 4, the ring loop's tid / 8: copy_ktile), whether the
+        activations' base is 16-byte aligned, whether stage_chunk stores
+        through registers (then the proxy fence is needed), and tid as uint32."""
+        utid = uint32(tid)
         ring_base = (smem_u32(acc_tile) + uint32(255)) & uint32(0xFFFFFF00)
-        xoff = uint32(WSLOT + SSLOT + (m >> 3) * SBO + (m & 7) * 32)
+        xoff = img_row(utid >> uint32(2 if wide else 3))
         avec = (gaddr(a, 0) & 15) == 0
-        return ring_base, xoff, avec, on_input or not avec, uint32(tid)
+        return ring_base, xoff, avec, on_input or not avec, utid
 
     @cuda.jit(device=True, inline=True)
     def ring_wait(st_x):
@@ -503,8 +519,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         cuda.syncthreads()
 
     @cuda.jit(device=True, inline=True)
-    def ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager, a, utid,
-                  avec):
+    def ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid, avec):
         """After iteration c's barrier: k-tile c + ring - 2's copies into slot nxt,
         the one k-tile c - 2 was read from (every warp retired that k-tile's
         wgmma before the barrier), as one group (empty past the last k-tile:
@@ -512,16 +527,15 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         cs = uint32(c + uint32(ring - 2))
         if cs < uint32(kt_n):
             copy_ktile(cs, ring_base + nxt * uint32(SLOT), gw0, gs0, gw1, gs1, xoff, r0, r1, r2,
-                       hh, stager, a, utid, avec)
+                       q, a, utid, avec)
         cp_commit()
 
     @cuda.jit(device=True, inline=True)
-    def ring_refill(c, nxt, ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager,
-                    a, utid, avec):
+    def ring_refill(c, nxt, ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid,
+                    avec):
         """ring_wait, then ring_copy: the top of ring iteration c."""
         ring_wait(st_x)
-        ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, stager, a, utid,
-                  avec)
+        ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid, avec)
 
     @cuda.jit(device=True, inline=True)
     def ring_desc(ring_base):
@@ -560,15 +574,14 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     kt_main = kt_n - kt_left
 
     @step_fn
-    def ring_step(acc, c, j, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid,
-                  avec, s2):
+    def ring_step(acc, c, j, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid, avec,
+                  s2):
         """Ring-loop iteration c, whose slot j = c % ring is a constant:
         ring_refill into slot (j + ring - 2) % ring, then k-tile c from slot j.
         (Every warp's wait_group 0 in k-tile c - 1 retired k-tile c - 2's wgmma.)"""
         cur = uint32(j)
         nxt = uint32((j + ring - 2) % ring)
-        ring_refill(c, nxt, ring_base, st_x, gw, gs, gw, gs, xoff, r0, r0, r0, hh, stager, a,
-                    utid, avec)
+        ring_refill(c, nxt, ring_base, st_x, gw, gs, gw, gs, xoff, r0, r1, r0, q, a, utid, avec)
         wa0, wa1, wa2, wa3, sa0, sa1 = slot_words(ring_base + cur * uint32(SLOT), utid, 0)
         return ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, SLOT // 16)
 
@@ -577,21 +590,19 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         0), slots 0 .. n - 1, one inlined copy each."""
         if n == 1:
             @step_fn
-            def one(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid,
-                    avec, s2):
-                return ring_step(acc, c, 0, ring_base, dring, st_x, gw, gs, xoff, r0, hh,
-                                 stager, a, utid, avec, s2)
+            def one(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid, avec, s2):
+                return ring_step(acc, c, 0, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a,
+                                 utid, avec, s2)
             return one
         head = make_ring_steps(n - 1)
         j = n - 1
 
         @step_fn
-        def steps(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid, avec,
-                  s2):
-            acc = head(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a, utid,
-                       avec, s2)
+        def steps(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid, avec, s2):
+            acc = head(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid, avec,
+                       s2)
             return ring_step(acc, uint32(c + uint32(j)), j, ring_base, dring, st_x, gw, gs,
-                             xoff, r0, hh, stager, a, utid, avec, s2)
+                             xoff, r0, r1, q, a, utid, avec, s2)
         return steps
 
     ring_turn = make_ring_steps(ring)
@@ -602,27 +613,29 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         tid = cuda.threadIdx.x
         s2 = cuda.shared.array(256, uint32)             # scale byte -> 16-bit pair
         gw, gs = lane_addrs(e, n0, tid, 0, w, s)
-        m = tid >> 2                    # threads 4m .. 4m + 3 stage route m,
-        hh = uint32(tid & 3)            # a quarter each (stage_x)
-        stager = tid < 4 * b
-        off = int64(-1)
-        mult = float32(1.0)
-        if stager:
-            off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
-        r0 = route_src(off, mult, hh, a)
         ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
-        ring_prologue(ring_base, gw, gs, gw, gs, xoff, r0, r0, r0, hh, stager, a, utid, avec,
-                      s2, tid)
+        q = uint32(tid & 7)             # chunk q of routes tid / 8 and (past nthr / 8
+        off = int64(-1)                 # routes) tid / 8 + nthr / 8: copy_ktile
+        mult = float32(1.0)
+        off1 = int64(-1)
+        mult1 = float32(1.0)
+        if tid < 8 * b:
+            off, mult = route_row(blk, tid >> 3, pri, n_routes, top_k, tw)
+        if 8 * b > nthr and tid < 8 * b - nthr:
+            off1, mult1 = route_row(blk, (tid + nthr) >> 3, pri, n_routes, top_k, tw)
+        r0 = route_src(off, mult, q, a)
+        r1 = route_src(off1, mult1, q, a)
+        ring_prologue(ring_base, gw, gs, gw, gs, xoff, r0, r1, r0, q, a, utid, avec, s2, tid)
         acc = fill(float32(0.0))
         dring = ring_desc(ring_base)
         c = uint32(0)
         while c < uint32(kt_main):      # whole turns of the ring, then the rest
-            acc = ring_turn(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a,
-                            utid, avec, s2)
+            acc = ring_turn(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid,
+                            avec, s2)
             c = uint32(c + uint32(ring))
         if kt_left > 0:
-            acc = ring_rest(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, hh, stager, a,
-                            utid, avec, s2)
+            acc = ring_rest(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid,
+                            avec, s2)
         wait0()
         cp_wait0()                      # (only empty groups can be left)
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
@@ -658,8 +671,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
                 # (every warp's wait_group 1 before k-tile c - 1's second m-tile
                 # retired k-tile c - 2's groups)
-                ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, True, a,
-                          utid, avec)
+                ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, a, utid,
+                          avec)
                 d = dring + int64(cur * uint32(SLOT // 16))
                 wait1()                     # m-tile 0's group of k-tile c - 1 retired
                 acc0 = issue(acc0, x0, x1, x2, x3, sa0, sa1, s2, d)
@@ -702,23 +715,16 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         off, mult = route_row(blk, m, pri, n_routes, top_k, tw)
         off1, mult1 = route_row(blk, m + 64, pri, n_routes, top_k, tw)
         ring_base, xoff, avec, st_x, utid = ring_setup(acc_tile, a, tid)
-        off2 = int64(-1)                # blocks past 128: routes 128 .. b - 1, by
-        mult2 = float32(1.0)            # cp.async a chunk q2 a thread from X3 on
-        q2 = hh                         # (stage_chunk), else threads below 4 (b - 128)
-        if b > 128:                     # route m + 128 as stage_x
-            if not st_x:
-                if tid >= X3:
-                    q2 = uint32(tid & 7)
-                    off2, mult2 = route_row(blk, 128 + ((tid - X3) >> 3), pri, n_routes,
-                                            top_k, tw)
-            elif m < b - 128:
-                off2, mult2 = route_row(blk, m + 128, pri, n_routes, top_k, tw)
+        off2 = int64(-1)                # blocks past 128: routes 128 .. b - 1, a
+        mult2 = float32(1.0)            # chunk a thread from X3 on (copy_ktile)
+        if b > 128 and tid >= X3:
+            off2, mult2 = route_row(blk, 128 + ((tid - X3) >> 3), pri, n_routes, top_k, tw)
         r0 = route_src(off, mult, hh, a)
         r1 = route_src(off1, mult1, hh, a)
-        r2 = route_src(off2, mult2, q2, a)
+        r2 = route_src(off2, mult2, uint32(tid & 7), a)
         live1 = int64(pri[blk * b + 64]) < n_routes     # (uniform) routes 64.. hold one
-        ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, True, a, utid, avec,
-                      s2, tid)
+        ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, a, utid, avec, s2,
+                      tid)
         if live1:
             acc0, acc1 = loop128(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, a,
                                  utid, avec, s2)

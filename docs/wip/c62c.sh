@@ -1,4 +1,4 @@
-# Stop 60: the chunk staging (wip/chunks, docs/wip/chunks.patch) against main in one call:
+# Stop 60: the chunk staging (wip/chunks, landed as 4938a1a) against main in one call:
 # benchmarks/block_cut.py from each tree (T = 512 on the three layers at blocks of 48 / 24 /
 # 24, qwen3 T = 64 at 16, the b144 row), then test_wgmma, test_bad_inputs and
 # test_self_pack on chunks in 6 shards for the rest of the call (TL, 575 s).

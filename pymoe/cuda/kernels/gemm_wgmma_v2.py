@@ -464,14 +464,18 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 if utid >= uint32(X3):
                     stage_chunk(c, sl + img_row(uint32(128) + ((utid - uint32(X3)) >> uint32(3))),
                                 r2, utid & uint32(7), a, avec)
-        elif on_input or not avec:
-            put_chunk(c, sl + xoff, r0[0], r0[1], q, a, avec)
-            if 8 * b > nthr:
-                put_chunk(c, sl + xoff + uint32(nthr // 64 * SBO), r1[0], r1[1], q, a, avec)
         else:
-            copy_chunk(c, sl + xoff, r0[0], r0[2], q)
-            if 8 * b > nthr:
-                copy_chunk(c, sl + xoff + uint32(nthr // 64 * SBO), r1[0], r1[2], q)
+            off0, mult0, xa0 = r0
+            off1, mult1, xa1 = r1
+            row1 = sl + xoff + uint32(nthr // 64 * SBO)     # route utid / 8 + nthr / 8
+            if on_input or not avec:
+                put_chunk(c, sl + xoff, off0, mult0, q, a, avec)
+                if 8 * b > nthr:
+                    put_chunk(c, row1, off1, mult1, q, a, avec)
+            else:
+                copy_chunk(c, sl + xoff, off0, xa0, q)
+                if 8 * b > nthr:
+                    copy_chunk(c, row1, off1, xa1, q)
 
     @cuda.jit(device=True, inline=True)
     def ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid, avec, s2,
@@ -698,8 +702,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     if wide:
         fill64 = make_acc_fill(64)
         fill_rest = make_acc_fill(b - 64)
-        loop128 = make_wide_loop(True)
-        loop64 = make_wide_loop(False)
+        loop_full = make_wide_loop(True)       # blocks of 128 / 144 with routes 64.. live
+        loop_half = make_wide_loop(False)      # routes 64.. all padding
 
     @cuda.jit(device=True, inline=True)
     def gemm_wide(acc_tile, blk, e, n0, a, w, s, pri, n_routes, top_k, tw):
@@ -726,11 +730,11 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, a, utid, avec, s2,
                       tid)
         if live1:
-            acc0, acc1 = loop128(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, a,
-                                 utid, avec, s2)
+            acc0, acc1 = loop_full(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh,
+                                   a, utid, avec, s2)
         else:
-            acc0, acc1 = loop64(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, a,
-                                utid, avec, s2)
+            acc0, acc1 = loop_half(ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh,
+                                   a, utid, avec, s2)
         cp_wait0()                      # (only empty groups can be left)
         cuda.syncthreads()              # every warpgroup's wgmma done: the ring is free
         store_mtile(acc_tile, acc0, 0)

@@ -39,7 +39,7 @@ M=$M${MORE:-}
 for T in $TOKENS; do
   f=${OUT:-.}/ncu_T$T${TAG:-}.txt
   read -r -d "" -a cmd <<< "${CMD:-python3 -m pymoe bench --preset $PRESET --tokens $T --mode eager --repeats 2 --no-progress ${EXTRA:-}}" || true
-  timeout "${NT:-150}" "$NCU" --clock-control none -k "${KREGEX:-regex:^kernel}" \
+  timeout "${NT:-150}" "$NCU" --clock-control none --kernel-name-base "${KBASE:-function}" -k "${KREGEX:-regex:^kernel}" \
     --launch-skip "$SKIP" --launch-count "$COUNT" --metrics "$M" "${cmd[@]}" > "$f" 2>&1
   echo "== $PRESET T=$T rc=$?"
   grep -E ", Context [0-9]|gpu__time|dram__|lts__t_|issue_active|warps_active|cycles_|registers|grid_size|inst_executed|stalled|occupancy|shared_mem|block_size|throughput|tensor" "$f" \

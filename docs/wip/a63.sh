@@ -4,6 +4,6 @@
 dev_setup
 dev_packs .revs/peers63.tgz
 timeout $((${TL:-570} - SECONDS)) python3 .peers/bench_peers.py --peers floor,pymoe,marlin,tk \
-  --preset gpt-oss-120b,qwen3-30b-a3b,deepseek-v3 --tokens ${PTOK:-1,8,64,512,4096} > $OUT/peers.txt 2>&1
+  --preset ${PPRE:-qwen3-30b-a3b,gpt-oss-120b,deepseek-v3} --tokens ${PTOK:-1,8,64,512,4096} > $OUT/peers.txt 2>&1
 echo "peers rc $? at $SECONDS s"
 tail -n 40 $OUT/peers.txt

@@ -269,6 +269,14 @@ def test_ncu_scripts_profile_another_command(tmp_path):
             "python3 .peers/bench_peers.py --peers tk --tokens 4096"), a
         assert "pymoe bench" not in a
     assert "--launch-skip 2" in args[1] and "--import" in args[2], args
+    assert all("--kernel-name-base function" in a for a in args[:2]), args
+    # KBASE: ncu matches KREGEX against that name (mangled: pymoe's fc1 by its module)
+    (tmp_path / "ncu_args.txt").unlink()
+    subprocess.run(["bash", "tools/ncu_source.sh", "qwen3-30b-a3b", "512", "1"], cwd=ROOT,
+                   env=dict(env, KBASE="mangled", KREGEX="regex:kernels3fc1"),
+                   capture_output=True, text=True, timeout=60)
+    a = (tmp_path / "ncu_args.txt").read_text().splitlines()[0]
+    assert "--kernel-name-base mangled -k regex:kernels3fc1 --launch-skip 1" in a, a
     # without CMD: pymoe bench per T, pymoe's kernels, EXTRA's flags last
     env = {k: v for k, v in env.items() if k not in ("CMD", "KREGEX")}
     env["EXTRA"] = "--block-size 128"

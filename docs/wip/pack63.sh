@@ -4,7 +4,7 @@
 # .revs/peers63.tgz, ~16 min), the gpu suite (test_gpu's cases, FOLD_CASES, test_self_pack's
 # GPU_KEY_CASES -> .revs/gpu63.tgz, ~33 min), test_fuzz's draws (.revs/fuzz63.tgz), test_wgmma's
 # cases (wgmma-cases.txt -> .revs/wg63.tgz, ~23 min).  STAGES picks (default all four).
-set -e
+set -eo pipefail       # a stage that fails (or is killed) leaves no tarball
 rm -rf .revs/main; mkdir -p .revs/main .revs/pack
 git archive HEAD pymoe tests tools benchmarks pyproject.toml | tar -x -C .revs/main
 P="python tools/ptx_pack.py pack"

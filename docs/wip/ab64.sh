@@ -1,4 +1,4 @@
-# Stop 62: the ring loop reading k-tile c's slot words before its copies (WFIRST in
+# Stop 62: the ring loop reading k-tile c's slot words before its copies (wfirst.patch's WFIRST in
 # gemm_wgmma_v2.py: 1 weights and scales first, 2 weights only first, 0 = main's order), the
 # peers harness's pymoe alone on each tree (T = 8 / 64 / 512, three layers), ROUNDS rounds
 # interleaved; then deepseek-v3 T = 8 / 64 on `pymoe bench` from dd174db (step 41's run) and

@@ -208,10 +208,10 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
 
     @cuda.jit(device=True, inline=True)
     def copy_w(c, slot, gw, gs, tid, i):
-        """cp.async k-tile c's (< kt_n) 16 weight bytes and scale word(s) of this
-        lane's m-tile i into ring slot ``slot`` (shared address), from the global
-        addresses gw, gs of its k-tile 0 (lane_addrs): one wide multiply-add
-        each."""
+        """cp.async the 16 weight bytes and scale word(s) of this lane's m-tile i
+        of the k-tile c past the one whose global addresses are gw, gs (k-tile 0,
+        lane_addrs, or the ring loop's turn base: copy_ktile) into ring slot
+        ``slot`` (shared address): one wide multiply-add each."""
         cp_async16_g(slot + uint32(i * nthr * 16) + uint32(16) * tid,
                      gw + uint64(c) * uint64(4 * KT_WORDS))
         ga = gs + uint64(c) * uint64(4 * sw)
@@ -308,15 +308,16 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             cp_async16_g(r, ga)
 
     @cuda.jit(device=True, inline=True)
-    def copy_chunk(c, row, off, xa, q):
+    def copy_chunk(c, cr, row, off, xa, q):
         """Chunk q of k-tile c of a route row (at word offset off, < 0: padding,
         skipped) into the image at row, by cp.async from xa, chunk q's global
-        address at k-tile 0.  The two lanes of a 32-byte global sector write
-        one 32-byte chunk of shared memory, so the copy fetches each sector
-        once (a no-swizzle image, halves 128 bytes apart, fetched each twice:
-        docs/performance.md step 18, tools/probe_l2_copies.py)."""
+        address at k-tile c - cr (the ring loop's bases move a turn at a time).
+        The two lanes of a 32-byte global sector write one 32-byte chunk of
+        shared memory, so the copy fetches each sector once (a no-swizzle
+        image, halves 128 bytes apart, fetched each twice: docs/performance.md
+        step 18, tools/probe_l2_copies.py)."""
         if off >= 0:
-            copy16(chunk_at(row, q), xa + uint64(c) * uint64(128),
+            copy16(chunk_at(row, q), xa + uint64(cr) * uint64(128),
                    uint32(c * uint32(64) + uint32(8) * q), xa)
 
     @cuda.jit(device=True, inline=True)
@@ -340,7 +341,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         if on_input or not avec:
             put_chunk(c, row, off, mult, q, a, avec)
         else:
-            copy_chunk(c, row, off, xa, q)
+            copy_chunk(c, c, row, off, xa, q)
 
     @cuda.jit(device=True, inline=True)
     def stage_x(c, row, rsrc, q, a, avec):
@@ -447,17 +448,20 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         return tix * KT_WORDS + lane * 4, tix * sw + (2 * g if nv else g)
 
     @cuda.jit(device=True, inline=True)
-    def copy_ktile(c, sl, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid, avec):
+    def copy_ktile(c, cr, sl, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid, avec):
         """The copies of k-tile c (< kt_n) into ring slot sl: this thread's
         weights and scale word(s) of each m-tile (cp.async), and its activation
         chunks (stage_chunk; r0, r1, r2: route_src, rows from xoff: ring_setup):
         the wide loop's chunks q and q + 4 of routes m and m + 64 (stage_x) and
         at blocks of 144 from thread X3 on chunk utid % 8 of route 128 + (utid -
         X3) / 8; the ring loop's chunk q = utid % 8 of route utid / 8 and, past
-        nthr / 8 routes, of route utid / 8 + nthr / 8.  Uncommitted."""
-        copy_w(c, sl, gw0, gs0, utid, 0)
+        nthr / 8 routes, of route utid / 8 + nthr / 8.  Uncommitted.  The ring
+        loop's global addresses (gw0, gs0 and its routes' xa) are those of
+        k-tile c - cr, cr a constant in each unrolled step; the wide loop's
+        of k-tile 0 (cr = c)."""
+        copy_w(cr, sl, gw0, gs0, utid, 0)
         if wide:
-            copy_w(c, sl, gw1, gs1, utid, 1)
+            copy_w(cr, sl, gw1, gs1, utid, 1)
             stage_x(c, sl + xoff, r0, q, a, avec)
             stage_x(c, sl + xoff + uint32(HALF), r1, q, a, avec)
             if b > 128:
@@ -473,9 +477,9 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 if 8 * b > nthr:
                     put_chunk(c, row1, off1, mult1, q, a, avec)
             else:
-                copy_chunk(c, sl + xoff, off0, xa0, q)
+                copy_chunk(c, cr, sl + xoff, off0, xa0, q)
                 if 8 * b > nthr:
-                    copy_chunk(c, row1, off1, xa1, q)
+                    copy_chunk(c, cr, row1, off1, xa1, q)
 
     @cuda.jit(device=True, inline=True)
     def ring_prologue(ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid, avec, s2,
@@ -485,8 +489,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         first iteration's barrier publishes it)."""
         for c0 in range(ring - 2):
             if c0 < kt_n:
-                copy_ktile(uint32(c0), ring_base + uint32(c0 * SLOT), gw0, gs0, gw1, gs1,
-                           xoff, r0, r1, r2, q, a, utid, avec)
+                copy_ktile(uint32(c0), uint32(c0), ring_base + uint32(c0 * SLOT), gw0, gs0, gw1,
+                           gs1, xoff, r0, r1, r2, q, a, utid, avec)
             cp_commit()
         fill_table(s2, tid)
 
@@ -523,23 +527,24 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         cuda.syncthreads()
 
     @cuda.jit(device=True, inline=True)
-    def ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid, avec):
+    def ring_copy(c, ct, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid,
+                  avec):
         """After iteration c's barrier: k-tile c + ring - 2's copies into slot nxt,
         the one k-tile c - 2 was read from (every warp retired that k-tile's
         wgmma before the barrier), as one group (empty past the last k-tile:
-        the group count stays)."""
+        the group count stays).  The global addresses are k-tile ct's."""
         cs = uint32(c + uint32(ring - 2))
         if cs < uint32(kt_n):
-            copy_ktile(cs, ring_base + nxt * uint32(SLOT), gw0, gs0, gw1, gs1, xoff, r0, r1, r2,
-                       q, a, utid, avec)
+            copy_ktile(cs, uint32(cs - ct), ring_base + nxt * uint32(SLOT), gw0, gs0, gw1, gs1,
+                       xoff, r0, r1, r2, q, a, utid, avec)
         cp_commit()
 
     @cuda.jit(device=True, inline=True)
-    def ring_refill(c, nxt, ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid,
-                    avec):
+    def ring_refill(c, ct, nxt, ring_base, st_x, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a,
+                    utid, avec):
         """ring_wait, then ring_copy: the top of ring iteration c."""
         ring_wait(st_x)
-        ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid, avec)
+        ring_copy(c, ct, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, q, a, utid, avec)
 
     @cuda.jit(device=True, inline=True)
     def ring_desc(ring_base):
@@ -576,16 +581,29 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
     # addresses are the ring's plus constants (docs/performance.md step 22).
     kt_left = kt_n % ring
     kt_main = kt_n - kt_left
+    # Where a thread stages two routes (blocks of 48 / 64), ptxas at the cap of 80
+    # registers recomputed each copy's 64-bit address from k-tile 0's into one
+    # register pair, so each copy waited for the last to read its address (long
+    # scoreboard; docs/performance.md step 47): there the addresses move a turn at
+    # a time and each copy adds a constant.  At blocks up to 32 ptxas folds the
+    # constants itself and the per-turn moves only cost instructions; fc2 at 64
+    # spills 72-96 bytes with them (local ptxas, every format x dtype).
+    TURN_BASES = 8 * b > nthr and (b < 64 or gather_tokens)
 
     @step_fn
-    def ring_step(acc, c, j, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid, avec,
+    def ring_step(acc, ct, j, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid, avec,
                   s2):
         """Ring-loop iteration c, whose slot j = c % ring is a constant:
         ring_refill into slot (j + ring - 2) % ring, then k-tile c from slot j.
-        (Every warp's wait_group 0 in k-tile c - 1 retired k-tile c - 2's wgmma.)"""
+        (Every warp's wait_group 0 in k-tile c - 1 retired k-tile c - 2's wgmma.)
+        c = ct + j, ct the turn's first k-tile.  Where a thread stages two
+        routes (TURN_BASES) gw, gs and the routes' xa are k-tile ct's
+        addresses, so each copy's is theirs plus a constant; else k-tile 0's."""
         cur = uint32(j)
         nxt = uint32((j + ring - 2) % ring)
-        ring_refill(c, nxt, ring_base, st_x, gw, gs, gw, gs, xoff, r0, r1, r0, q, a, utid, avec)
+        c = uint32(ct + uint32(j))
+        ring_refill(c, ct if TURN_BASES else uint32(0), nxt, ring_base, st_x, gw, gs, gw, gs,
+                    xoff, r0, r1, r0, q, a, utid, avec)
         wa0, wa1, wa2, wa3, sa0, sa1 = slot_words(ring_base + cur * uint32(SLOT), utid, 0)
         return ktile(acc, wa0, wa1, wa2, wa3, sa0, sa1, s2, dring, cur, SLOT // 16)
 
@@ -605,7 +623,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
         def steps(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid, avec, s2):
             acc = head(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid, avec,
                        s2)
-            return ring_step(acc, uint32(c + uint32(j)), j, ring_base, dring, st_x, gw, gs,
+            return ring_step(acc, c, j, ring_base, dring, st_x, gw, gs,
                              xoff, r0, r1, q, a, utid, avec, s2)
         return steps
 
@@ -637,6 +655,13 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
             acc = ring_turn(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid,
                             avec, s2)
             c = uint32(c + uint32(ring))
+            if TURN_BASES:
+                # the addresses move to the next turn's first k-tile (a padding
+                # route's xa, 0, moves too: never read)
+                gw = gw + uint64(ring * 4 * KT_WORDS)
+                gs = gs + uint64(ring * 4 * sw)
+                r0 = (r0[0], r0[1], r0[2] + uint64(ring * 128))
+                r1 = (r1[0], r1[1], r1[2] + uint64(ring * 128))
         if kt_left > 0:
             acc = ring_rest(acc, c, ring_base, dring, st_x, gw, gs, xoff, r0, r1, q, a, utid,
                             avec, s2)
@@ -675,8 +700,8 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
                 y0, y1, y2, y3, sc0, sc1 = slot_words(sc, utid, 1)
                 # (every warp's wait_group 1 before k-tile c - 1's second m-tile
                 # retired k-tile c - 2's groups)
-                ring_copy(c, nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh, a, utid,
-                          avec)
+                ring_copy(c, uint32(0), nxt, ring_base, gw0, gs0, gw1, gs1, xoff, r0, r1, r2, hh,
+                          a, utid, avec)
                 d = dring + int64(cur * uint32(SLOT // 16))
                 wait1()                     # m-tile 0's group of k-tile c - 1 retired
                 acc0 = issue(acc0, x0, x1, x2, x3, sa0, sa1, s2, d)

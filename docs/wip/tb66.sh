@@ -1,6 +1,7 @@
 # Stop 63: tb65.sh's A/B half alone (tbase.patch beside main, benchmarks/block_cut.py from
 # each tree at blocks of 48 / 64, two rounds), with tb65.sh's first three pack stages only
 # (.revs/tb65a.tgz).  carry [".whl", ".revs/tb65a.tgz", ".revs/m", ".revs/tb"]; about 5 min.
+# Never ran (no machine came for it); tb67.sh, which adds the tests, ran instead.
 . docs/wip/dev.sh
 dev_setup
 export OMP_NUM_THREADS=2

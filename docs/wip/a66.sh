@@ -1,9 +1,3 @@
-# Stop 63: the peers side by side on main (6bd035e, the turn bases landed; keys: pack63.sh's peers stage,
-# .revs/peers66.tgz), alone on the GPU.  carry [".whl", ".peers", ".revs/peers66.tgz"]
-. docs/wip/dev.sh
-dev_setup
-dev_packs .revs/peers66.tgz
-timeout $((${TL:-570} - SECONDS)) python3 .peers/bench_peers.py --peers floor,pymoe,marlin,tk \
-  --preset ${PPRE:-qwen3-30b-a3b,gpt-oss-120b,deepseek-v3} --tokens ${PTOK:-1,8,64,512,4096} > $OUT/peers.txt 2>&1
-echo "peers rc $? at $SECONDS s"
-tail -n 40 $OUT/peers.txt
+# Stop 63: the peers side by side on main (6bd035e, the turn bases landed), a63.sh with the keys
+# of pack66.sh's peers stage.  carry [".whl", ".peers", ".revs/peers66.tgz"]
+PACKS=.revs/peers66.tgz exec bash docs/wip/a63.sh

@@ -3,7 +3,8 @@
 # call can start on the first: peers (the harness's layer, T = 1 / 8 / 64 / 512 / 4096 ->
 # .revs/peers63.tgz, ~16 min), the gpu suite (test_gpu's cases, FOLD_CASES, test_self_pack's
 # GPU_KEY_CASES -> .revs/gpu63.tgz, ~33 min), test_fuzz's draws (.revs/fuzz63.tgz), test_wgmma's
-# cases (wgmma-cases.txt -> .revs/wg63.tgz, ~23 min).  STAGES picks (default all four).
+# cases (wgmma-cases.txt -> .revs/wg63.tgz, ~23 min).  STAGES picks (default all four); TAG names
+# the tarballs (default 63: .revs/${s}${TAG}.tgz).
 set -eo pipefail       # a stage that fails (or is killed) leaves no tarball
 rm -rf .revs/main; mkdir -p .revs/main .revs/pack
 git archive HEAD pymoe tests tools benchmarks pyproject.toml | tar -x -C .revs/main
@@ -18,5 +19,5 @@ for s in ${STAGES:-peers gpu fuzz wg}; do
   wg) C=""; for c in $(cat docs/wip/wgmma-cases.txt); do C="$C --case $c"; done
       $P .revs/pack/wt_wg --tree .revs/main --preset "" $C --jobs 2 | tail -n 1 ;;
   esac
-  tar -czf .revs/${s}63.tgz .revs/pack/wt_$s; ls -la .revs/${s}63.tgz; date
+  tar -czf .revs/$s${TAG:-63}.tgz .revs/pack/wt_$s; ls -la .revs/$s${TAG:-63}.tgz; date
 done

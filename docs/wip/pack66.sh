@@ -1,23 +1,3 @@
 # Stop 63 (the second session of 2026-12-07): pack63.sh again for main at 6bd035e (the turn
-# bases).  Every key its device calls need, packed here from a `git archive` of HEAD into
-# .revs/main, each stage its own tarball as it finishes: peers (the harness's layer, T = 1 / 8
-# / 64 / 512 / 4096 -> .revs/peers66.tgz, ~8 min), the gpu suite (test_gpu's cases,
-# FOLD_CASES, test_self_pack's GPU_KEY_CASES -> .revs/gpu66.tgz), test_fuzz's draws
-# (.revs/fuzz66.tgz), test_wgmma's cases (wgmma-cases.txt -> .revs/wg66.tgz).  STAGES picks
-# (default all four).
-set -eo pipefail       # a stage that fails (or is killed) leaves no tarball
-rm -rf .revs/main; mkdir -p .revs/main .revs/pack
-git archive HEAD pymoe tests tools benchmarks pyproject.toml | tar -x -C .revs/main
-P="python tools/ptx_pack.py pack"
-for s in ${STAGES:-peers gpu fuzz wg}; do
-  case $s in
-  peers) $P .revs/pack/wt_peers --tree .revs/main --preset gpt-oss-120b,qwen3-30b-a3b,deepseek-v3 \
-           --peer-layer --tokens 1,8,64,512,4096 --jobs 2 | tail -n 1 ;;
-  gpu) $P .revs/pack/wt_gpu --tree .revs/main --preset "" --gpu-suite --case-list tests.cuda.test_gpu:FOLD_CASES \
-         --case-list tests.cuda.test_self_pack:GPU_KEY_CASES --jobs 2 | tail -n 1 ;;
-  fuzz) $P .revs/pack/wt_fuzz --tree .revs/main --preset "" --fuzz --jobs 2 | tail -n 1 ;;
-  wg) C=""; for c in $(cat docs/wip/wgmma-cases.txt); do C="$C --case $c"; done
-      $P .revs/pack/wt_wg --tree .revs/main --preset "" $C --jobs 2 | tail -n 1 ;;
-  esac
-  tar -czf .revs/${s}66.tgz .revs/pack/wt_$s; ls -la .revs/${s}66.tgz; date
-done
+# bases), into .revs/{peers,gpu,fuzz,wg}66.tgz (STAGES as there).
+TAG=66 exec bash docs/wip/pack63.sh

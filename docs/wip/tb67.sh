@@ -1,9 +1,9 @@
 # Stop 63: tbase.patch beside main and its tests in one call (tb65.sh cut to fit one call):
 # benchmarks/block_cut.py from each tree on qwen3-30b-a3b at blocks of 48 (T = 512, 640) and 64
 # (T = 896), two rounds alternating; then, on the tbase tree, racecheck on test_wgmma's
-# misaligned-x cases at 48 / 64 beside 6 shards of test_wgmma + test_gpu.  Keys: tb65.sh's
-# header (.revs/tb65.tgz, all of them packed here; the tbwg stage once failed in an NVVM
-# worker with ERROR_INVALID_IR and packed cleanly when resumed).
+# misaligned-x cases at 48 / 64 beside 6 shards of test_wgmma + test_gpu.  Keys: the header of
+# tb65.sh (`git show c1d7dd9:docs/wip/tb65.sh`; .revs/tb65.tgz, all of them packed here; the tbwg
+# stage once failed in an NVVM worker with ERROR_INVALID_IR and packed cleanly when resumed).
 # carry [".whl", ".revs/tb65.tgz", ".revs/m", ".revs/tb"]; about 9 min.
 . docs/wip/dev.sh
 dev_setup

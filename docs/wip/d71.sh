@@ -9,13 +9,9 @@
 . docs/wip/dev.sh
 dev_setup
 export OMP_NUM_THREADS=2
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  echo "== H200: the harness"
-  # (the session's last 490 s: the rows still in question only)
-  PACKS=.revs/peers66.tgz TL=${TL:-400} PPRE=qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 \
-    PTOK=${PTOK:-1,512,4096} bash docs/wip/a63.sh
-  exit
-fi
+# (on an H200, the session's last 490 s: the rows still in question only)
+TL=${TL:-400} PPRE=qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 PTOK=${PTOK:-1,512,4096} \
+  h200_harness && exit
 tar -xzf .revs/ls68.tgz; tar -xzf .revs/ps70.tgz
 python3 tools/ptx_pack.py install .revs/pack/ls_main --tree .revs/m2 2>&1 | tail -n 1
 for d in ps2_bc ps2_t; do python3 tools/ptx_pack.py install .revs/pack/$d --tree .revs/ps2 2>&1 | tail -n 1; done

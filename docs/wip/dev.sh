@@ -1,4 +1,6 @@
 # Sourced by the device scripts here (`. docs/wip/dev.sh` from the repository root):
+#   h200_harness         on an H200 only: the peers harness (a63.sh), then true (callers
+#                        exit); elsewhere false
 #   dev_setup            the numpy 2.4 wheel into /tmp/site (../shared/gpu/prep-wheels'
 #                        line), PYTHONPATH, no .pyc; prints the GPU; SECONDS from 0
 #   dev_packs TGZ [DIR..] unpack TGZ (packed here, git-ignored under .revs/) and install
@@ -20,6 +22,14 @@
 #   par_tests P LIM      each test id of $OUT/ids.txt in its own pytest process (each
 #                        compiles its own keys), P at once, LIM s each; then how many
 #                        passed and the tails of the logs that did not pass
+h200_harness() {
+  # true after running the peers harness (a63.sh; PACKS, default .revs/peers66.tgz, and its
+  # TL / PPRE / PTOK) where the card is an H200; false (nothing run) on any other card, so a
+  # call script can do `h200_harness && exit` and go on with its own work elsewhere
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || return 1
+  echo "== H200: the harness"
+  PACKS=${PACKS:-.revs/peers66.tgz} bash docs/wip/a63.sh
+}
 dev_setup() {
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit

@@ -8,9 +8,10 @@
 #     --preset qwen3-30b-a3b,gpt-oss-120b --tokens 4096 --jobs 2
 #   tar -czf .revs/ls68.tgz .revs/pack/ls_main
 # About 4 min on the device.
-# carry [".whl", ".revs/ls68.tgz"]
+# carry [".whl", ".peers", ".revs/peers66.tgz", ".revs/ls68.tgz"]
 . docs/wip/dev.sh
 dev_setup
+TL=${TL:-540} h200_harness && exit
 dev_packs .revs/ls68.tgz
 for p in qwen3-30b-a3b gpt-oss-120b; do
   mkdir -p $OUT/$p

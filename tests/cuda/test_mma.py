@@ -119,14 +119,18 @@ def test_packed_gemms_compile_to_mma_ptx(fmt, dtype, monkeypatch):
             assert log is None or "0 bytes spill" in log, log
 
 
-@pytest.mark.parametrize("gemm,inter", [("wgmma", 40), ("mma", 72), ("fma", 40), ("mma", 38)])
-def test_epilogues_vector_io_ptx(gemm, inter):
+@pytest.mark.parametrize("gemm,block,inter", [("wgmma", 64, 40), ("wgmma", 128, 40),
+                                              ("mma", 32, 72), ("fma", 32, 40),
+                                              ("mma", 32, 38)])
+def test_epilogues_vector_io_ptx(gemm, block, inter):
     """fc1 / fc2 epilogues take 4 adjacent columns a thread (common.epilogue_vec)
     where the row lengths allow: one 16-byte ld.shared of the accumulator tile a
     part, fc1's 4 outputs rounded in pairs (cvt.rn.bf16x2) into one 8-byte store,
     fc2's 4 fp32 route outputs in one 16-byte store; the sigmoid on the SFU
     (ex2.approx, no IEEE division).  I = 38 (not a multiple of 4): fc1 falls back
-    to a column a thread, 2-byte stores."""
+    to a column a thread, 2-byte stores.  fc2 on wgmma's wide loop (blocks of
+    128 / 144) stores its accumulators from registers instead: predicated 4-byte
+    stores, no tile in shared memory (gemm_wgmma_v2.make_acc_stores)."""
     from pymoe.cuda import launch
     from pymoe.cuda.kernels.common import EPI_VEC, epilogue_vec
     from pymoe.geometry import launch_keys
@@ -134,7 +138,7 @@ def test_epilogues_vector_io_ptx(gemm, inter):
         pytest.skip("the simulator replaces the compiler")
     assert epilogue_vec(40, 128, 256, 32) == EPI_VEC == 4
     assert epilogue_vec(38, 128, 256, 32) == epilogue_vec(40, 128, 256, 30) == 1
-    keys = launch_keys("packed", 128 if gemm == "wgmma" else 32, format="mxfp4",
+    keys = launch_keys("packed", block, format="mxfp4",
                        activation="silu", dtype="bfloat16", hidden_size=72,
                        intermediate_size=inter, has_bias=True, router_on_input=False,
                        swiglu_limit=None, swiglu_alpha=None, gemm=gemm)
@@ -142,8 +146,10 @@ def test_epilogues_vector_io_ptx(gemm, inter):
     assert "ex2.approx" in fc1 and "div.rn.f32" not in fc1
     assert ("st.global.v2.u32" in fc1) == (inter % 4 == 0), inter
     assert ("cvt.rn.bf16x2.f32" in fc1) == (inter % 4 == 0), inter
-    assert "st.global.v4.u32" in fc2                     # H = 72
-    for ptx in (fc1, fc2) if inter % 4 == 0 else (fc2,):
+    direct = block >= 128                               # wgmma's wide loop
+    assert ("st.global.v4.u32" in fc2) != direct         # H = 72
+    assert ("@p st.global.f32" in fc2) == direct
+    for ptx in (fc1,) * (inter % 4 == 0) + (fc2,) * (not direct):
         assert "ld.shared.v4.u32" in ptx
 
 

@@ -15,10 +15,11 @@ from numba import cuda, float32, int32, int64, uint32, uint64
 
 from ...geometry import (COMBINE_CHUNK, COMBINE_MAX_K, COMBINE_VEC, LaunchKey, acc_route_words,
                          gemm_cta_block, gemm_max_regs, gemm_m_tiles, gemm_reads_v2,
-                         gemm_threads)
+                         gemm_threads, gemm_warpgroups)
 from .common import (ACC_ALIGN, TILE_ROWS, activation_code, epilogue_vec, lds_f4,
                      make_cta_expert, make_fc2_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
+from .gemm_wgmma_v2 import make_acc_stores
 from .intrinsics import act_code, as_bits, as_float, make_act_io
 from .ptx import ld_g4, pdl_trigger, pdl_wait, smem_u32, stg4
 from .routes import local_expert
@@ -47,6 +48,14 @@ def build(key: LaunchKey) -> KernelSpec:
     vec = epilogue_vec(hid, tn, nthr)           # columns a thread of the epilogue
     groups = tn // vec                          # its column groups a route
     mstep = nthr // groups                      # its routes a pass
+    sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
+    sig = (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]", "u4[]", sarg,
+           "f4[]", "f4[]", "f4[]")
+    spec = dict(arch_specific=key.gemm == "wgmma", max_regs=gemm_max_regs(key.gemm, b),
+                dyn_smem=dyn)
+    if gemm_reads_v2(key.gemm, b) and gemm_m_tiles(key.gemm, b) == 2 * gemm_warpgroups(
+            key.gemm, b):
+        return KernelSpec(_direct_kernel(key, sh, b, consts, apply), sig, nthr, **spec)
 
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, g2, b2, route_out):
         tid = cuda.threadIdx.x
@@ -100,12 +109,56 @@ def build(key: LaunchKey) -> KernelSpec:
                              as_bits(apply(a2, gs, gb2, wm)), as_bits(apply(a3, gs, gb3, wm)))
                     m = uint32(m + uint32(mstep))
 
-    sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
-    return KernelSpec(kernel, (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]",
-                               "u4[]", sarg,
-                               "f4[]", "f4[]", "f4[]"), nthr,
-                      arch_specific=key.gemm == "wgmma",
-                      max_regs=gemm_max_regs(key.gemm, b), dyn_smem=dyn)
+    return KernelSpec(kernel, sig, nthr, **spec)
+
+
+def _direct_kernel(key: LaunchKey, sh, b: int, consts, apply):
+    """fc2 on the wide loop (two m-tiles a warpgroup, blocks of 128 / 144): the
+    accumulators go from registers straight to the route rows
+    (gemm_wgmma_v2.make_acc_stores), with no tile in shared memory and no
+    barrier between the last wgmma and the stores; each store writes 32-byte
+    runs (a warp: 8 consecutive columns of 4 routes)."""
+    gemm = make_tile_gemm(key, sh, b, gather_tokens=False, accs=True)
+    stores = make_acc_stores(key, b, apply)
+    cta_expert = make_cta_expert(key)
+    hid = key.hidden_size
+    tn = key.tile_n
+    on_input = key.router_on_input
+    acc_shape = 0 if acc_tile_dyn_bytes(key, b) else acc_tile_words(key, b)
+
+    def kernel(a, pri, beid, n_routes, top_k, tw, w, s, g2, b2, route_out):
+        tid = cuda.threadIdx.x
+        n0 = cuda.blockIdx.x * tn
+        blk = cuda.blockIdx.y                   # the CTA's block
+        pdl_wait()              # a dependent launch (sm_90): fc1's output is complete
+        e = cta_expert(beid, pri, blk, n_routes)
+        if e < 0:
+            return
+        acc = cuda.shared.array(acc_shape, float32, alignment=ACC_ALIGN)  # (0: dynamic)
+        rs = cuda.shared.array(b, int32)            # slot m's route (-1: padding)
+        ws = cuda.shared.array(b, float32)          # and its router weight
+        if tid < b:             # (published by the GEMM's first k-tile barrier)
+            r = int64(pri[blk * b + tid])
+            ok = r < n_routes
+            rs[tid] = int32(r) if ok else int32(-1)
+            ws[tid] = tw[r] if ok and not on_input else float32(1.0)
+        acc0, acc1 = gemm(acc, blk, e, n0, a, w, s, pri, n_routes, top_k, tw)
+        pdl_trigger()           # the combine may be scheduled (see fc1)
+        warp = uint32(tid) >> uint32(5)
+        lane = uint32(tid) & uint32(31)
+        c0 = uint32(n0) + (warp >> uint32(2)) * uint32(128) + (warp & uint32(3)) * uint32(16) \
+            + (lane >> uint32(2))
+        last = uint32(hid - 1)                  # (a column past it: read clamped, not stored)
+        gs, gb0 = consts(e, min(c0, last), g2, b2)
+        _, gb1 = consts(e, min(c0 + uint32(8), last), g2, b2)
+        _, gb2 = consts(e, min(c0 + uint32(64), last), g2, b2)
+        _, gb3 = consts(e, min(c0 + uint32(72), last), g2, b2)
+        ok = (c0 < uint32(hid), c0 + uint32(8) < uint32(hid), c0 + uint32(64) < uint32(hid),
+              c0 + uint32(72) < uint32(hid))
+        stores(route_out, acc0, acc1, rs, ws, (lane & uint32(3)) * uint32(2), c0, gs,
+               (gb0, gb1, gb2, gb3), ok)
+
+    return kernel
 
 
 def build_combine(key: LaunchKey) -> KernelSpec:

@@ -16,11 +16,13 @@ from .common import TILE_ROWS, Shape
 __all__ = ["make_tile_gemm", "acc_tile_words", "acc_tile_dyn_bytes"]
 
 
-def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool):
+def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool,
+                   accs: bool = False):
+    if gemm_reads_v2(key.gemm, block):
+        return gemm_wgmma_v2.make_tile_gemm(key, sh, block, gather_tokens, accs)
+    assert not accs, (key.gemm, block)
     if key.gemm == "mma":
         return gemm_mma.make_tile_gemm(key, sh, block, gather_tokens)
-    if gemm_reads_v2(key.gemm, block):
-        return gemm_wgmma_v2.make_tile_gemm(key, sh, block, gather_tokens)
     if key.gemm == "fma":
         return gemm_fma.make_tile_gemm(key, sh, block, gather_tokens)
     raise ValueError(f"{key.kernel}: LaunchKey.gemm={key.gemm!r}, expected 'mma', 'wgmma' "

@@ -64,7 +64,7 @@ __all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_bf16_lo", "mul2_bf16_hi", "mu
            "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "ld_g4", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
            "cp_commit", "make_cp_wait", "cp_async16_z", "lds4", "lds2", "lds1", "sts2", "sts4",
-           "stg2", "stg4", "pack_bf16x2", "pack_f16x2", "pdl_wait", "pdl_trigger", "PDL_OPS"]
+           "stg2", "stg4", "make_stg_f32_if", "pack_bf16x2", "pack_f16x2", "pdl_wait", "pdl_trigger", "PDL_OPS"]
 
 _I32 = ir.IntType(32)
 _I16 = ir.IntType(16)
@@ -489,6 +489,30 @@ def _make_stg(n: int):
     return stg
 
 
+def _make_stg_f32_if(off: int):
+    """@intrinsic stg_if(addr, val, ok): st.global.f32 at global address addr +
+    off (bytes) where ok, a predicated store (no branch around it)."""
+    text = f"{{ .reg .pred p; setp.ne.b32 p, $2, 0; @p st.global.f32 [$0+{off}], $1; }}"
+    cons = "l,f,r,~{memory}"
+
+    @intrinsic
+    def stg_if(typingctx, addr, val, ok):
+        if not (isinstance(addr, types.Integer) and isinstance(val, types.Float)
+                and isinstance(ok, (types.Boolean, types.Integer))):
+            return None
+        sig = types.void(addr, val, ok)
+
+        def codegen(context, builder, signature, args):
+            a = context.cast(builder, args[0], signature.args[0], types.uint64)
+            v = context.cast(builder, args[1], signature.args[1], types.float32)
+            p = context.cast(builder, args[2], signature.args[2], types.uint32)
+            _void_asm(builder, text, cons, [a, v, p])
+            return context.get_dummy_value()
+
+        return sig, codegen
+    return stg_if
+
+
 def _make_pack(kind: str):
     """@intrinsic pack(lo, hi) -> uint32: cvt.rn.{kind}x2.f32 (hi in the high half)."""
     @intrinsic
@@ -602,6 +626,13 @@ if config.ENABLE_CUDASIM:
         for q, v in enumerate(vals):
             arr[int(idx) + q] = v
 
+    def _sim_make_stg_if(off: int):
+        def stg_if(addr, val, ok):
+            if ok:
+                arr = _ARRS[int(addr) >> 40]
+                arr[((int(addr) & ((1 << 40) - 1)) + off) // arr.dtype.itemsize] = val
+        return stg_if
+
     def _sim_pack(to16):
         def pack(lo, hi):
             return int(to16(lo)) | (int(to16(hi)) << 16)
@@ -617,6 +648,7 @@ if config.ENABLE_CUDASIM:
         return int(_np.array([f], _np.float32).astype(_np.float16).view(_np.uint16)[0])
 
     stg2 = stg4 = _sim_stg
+    make_stg_f32_if = _sim_make_stg_if
     pack_bf16x2, pack_f16x2 = _sim_pack(_sim_bf16), _sim_pack(_sim_f16)
     smem_u32, cp_commit, make_cp_wait = _sim_smem_u32, _sim_commit, _sim_make_wait
     pdl_wait = pdl_trigger = _sim_noop
@@ -627,6 +659,7 @@ if config.ENABLE_CUDASIM:
     ld_g4 = _sim_ld(4)
 else:
     stg2, stg4 = _make_stg(2), _make_stg(4)
+    make_stg_f32_if = _make_stg_f32_if
     pack_bf16x2, pack_f16x2 = _make_pack("bf16"), _make_pack("f16")
     smem_u32, cp_commit, make_cp_wait, gaddr = _smem_u32, _cp_commit, _make_cp_wait, _gaddr
     cp_async16_z = _cp_async16_z

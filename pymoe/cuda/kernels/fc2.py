@@ -5,7 +5,9 @@ pymoe/cuda/fc2.py.
 Shape legend: T tokens, k top-k, R = T*k, E, H, I, B block, S slots, TN = key.tile_n.
 
     fc2      grid (ceil(H/TN), S/Bc): route_out[pri[s], n] = w * (W2[e] @ a[s] * g2 + b2)
-             (Bc = geometry.gemm_cta_block routes a CTA: B, or a sub-block of it)
+             (Bc = geometry.gemm_cta_block routes a CTA: B, or a sub-block of it;
+             on wgmma's wide loop, blocks of 128 / 144, the outputs go from the
+             accumulator registers to route_out: make_acc_stores)
     combine  grid (ceil(H/TN), T):   y[t, n] = round(sum_{j valid} route_out[t*k+j, n])
              (TN / COMBINE_VEC threads, COMBINE_VEC columns each)
 """
@@ -13,15 +15,15 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32, int64, uint32, uint64
 
-from ...geometry import (COMBINE_CHUNK, COMBINE_MAX_K, COMBINE_VEC, LaunchKey, acc_route_words,
-                         gemm_cta_block, gemm_max_regs, gemm_m_tiles, gemm_reads_v2,
-                         gemm_threads, gemm_warpgroups)
+from ...geometry import (COMBINE_CHUNK, COMBINE_MAX_K, COMBINE_VEC, WGMMA_V2_MTILES, LaunchKey,
+                         acc_route_words, gemm_cta_block, gemm_max_regs, gemm_m_tiles,
+                         gemm_reads_v2, gemm_threads)
 from .common import (ACC_ALIGN, TILE_ROWS, activation_code, epilogue_vec, lds_f4,
                      make_cta_expert, make_fc2_epilogue_parts, shape_of)
 from .gemm import acc_tile_dyn_bytes, acc_tile_words, make_tile_gemm
-from .gemm_wgmma_v2 import make_acc_stores
+from .gemm_wgmma_v2 import acc_post, step_fn
 from .intrinsics import act_code, as_bits, as_float, make_act_io
-from .ptx import ld_g4, pdl_trigger, pdl_wait, smem_u32, stg4
+from .ptx import gaddr, ld_g4, make_stg_f32_if, pdl_trigger, pdl_wait, smem_u32, stg4
 from .routes import local_expert
 from .spec import KernelSpec
 
@@ -31,31 +33,30 @@ __all__ = ["build", "build_combine"]
 def build(key: LaunchKey) -> KernelSpec:
     sh = shape_of(key, "w2")
     b = gemm_cta_block(key.gemm, key.block)     # routes a CTA: the block or a sub-block
+    consts, apply = make_fc2_epilogue_parts(key)
+    nthr = gemm_threads(key.gemm, b)
+    dyn = acc_tile_dyn_bytes(key, b)            # the tile in dynamic shared memory
+    sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
+    sig = (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]", "u4[]", sarg,
+           "f4[]", "f4[]", "f4[]")
+    spec = dict(arch_specific=key.gemm == "wgmma", max_regs=gemm_max_regs(key.gemm, b),
+                dyn_smem=dyn)
+    if gemm_reads_v2(key.gemm, b) and WGMMA_V2_MTILES[b] == 2:     # the wide loop
+        return KernelSpec(_direct_kernel(key, sh, b, consts, apply), sig, nthr, **spec)
     cta_expert = make_cta_expert(key)
     gemm = make_tile_gemm(key, sh, b, gather_tokens=False)
     hid = key.hidden_size
-    consts, apply = make_fc2_epilogue_parts(key)
     mts = gemm_m_tiles(key.gemm, b)             # m-tiles a CTA, 64 weight rows each
-    nthr = gemm_threads(key.gemm, b)
     tn = key.tile_n                             # = the accumulator rows a route
     assert tn == TILE_ROWS * mts, key
     rows = acc_route_words(key.gemm, b)         # tile words a route: its tn rows (+ pad)
     acc_n = acc_tile_words(key, b)              # b x tn, or more: the GEMM's B ring
-    dyn = acc_tile_dyn_bytes(key, b)            # the tile in dynamic shared memory
     acc_shape = 0 if dyn else acc_n
     on_input = key.router_on_input
     assert b <= nthr and nthr % tn == 0, (b, nthr, tn)
     vec = epilogue_vec(hid, tn, nthr)           # columns a thread of the epilogue
     groups = tn // vec                          # its column groups a route
     mstep = nthr // groups                      # its routes a pass
-    sarg = "u4[]" if gemm_reads_v2(key.gemm, b) else "u1[]"   # v2 scale words
-    sig = (activation_code(key), "i4[]", "i4[]", "i8", "i8", "f4[]", "u4[]", sarg,
-           "f4[]", "f4[]", "f4[]")
-    spec = dict(arch_specific=key.gemm == "wgmma", max_regs=gemm_max_regs(key.gemm, b),
-                dyn_smem=dyn)
-    if gemm_reads_v2(key.gemm, b) and gemm_m_tiles(key.gemm, b) == 2 * gemm_warpgroups(
-            key.gemm, b):
-        return KernelSpec(_direct_kernel(key, sh, b, consts, apply), sig, nthr, **spec)
 
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, g2, b2, route_out):
         tid = cuda.threadIdx.x
@@ -159,6 +160,64 @@ def _direct_kernel(key: LaunchKey, sh, b: int, consts, apply):
                (gb0, gb1, gb2, gb3), ok)
 
     return kernel
+
+
+def make_acc_stores(key: LaunchKey, block: int, apply):
+    """stores(out, acc0, acc1, rs, ws, t2, cb, gs, gb, ok): the wide loop's
+    fragments (gemm_wgmma_v2.make_tile_gemm(accs=True)) straight to the route rows, no tile in
+    shared memory: out[rs[m] * H + n] = apply(acc x post, gs, gb[.], ws[m]) for
+    each route m of this thread's fragment columns (m = 8 j + t2 + v, t2 = 2
+    (lane % 4), v = 0, 1; rs[m] < 0: padding, not stored) and its four columns
+    n = cb + (0, 8, 64, 72): rows g and g + 8 of its warp's 16 in m-tiles 0 and
+    1 (cb = n0 + 128 (warp / 4) + 16 (warp % 4) + lane / 4: gemm_wgmma_v2's
+    m_tile and store_mtile); gb and ok are per column (bias, column < H; ok
+    read only where tile_n does not divide H).  One inlined step a fragment column group
+    j, so every accumulator index is a constant; the stores are predicated (no
+    branch a route), from one address a route (&out[cb] + rs[m] x 4 H)."""
+    b = block
+    assert WGMMA_V2_MTILES[b] == 2, b
+    post = float32(acc_post(key))
+    row_bytes = 4 * key.hidden_size
+    tail = key.hidden_size % key.tile_n != 0     # ok matters: the last n-tile's past H
+    st0, st8, st64, st72 = (make_stg_f32_if(4 * c) for c in (0, 8, 64, 72))
+
+    @cuda.jit(device=True, inline=True)
+    def route(pc, acc0, acc1, i0, i1, r, wm, gs, gb, ok):
+        live = r >= 0
+        addr = pc + uint64(int64(r) * int64(row_bytes))     # (r < 0: not stored)
+        p0 = p1 = p2 = p3 = live
+        if tail:
+            p0, p1, p2, p3 = ok[0] & live, ok[1] & live, ok[2] & live, ok[3] & live
+        st0(addr, apply(acc0[i0] * post, gs, gb[0], wm), p0)
+        st8(addr, apply(acc0[i1] * post, gs, gb[1], wm), p1)
+        st64(addr, apply(acc1[i0] * post, gs, gb[2], wm), p2)
+        st72(addr, apply(acc1[i1] * post, gs, gb[3], wm), p3)
+
+    def make(n):
+        j = n - 1
+
+        @step_fn
+        def step(pc, acc0, acc1, rs, ws, t2, gs, gb, ok):
+            m = uint32(8 * j) + t2
+            route(pc, acc0, acc1, 4 * j, 4 * j + 2, rs[m], ws[m], gs, gb, ok)
+            route(pc, acc0, acc1, 4 * j + 1, 4 * j + 3, rs[m + uint32(1)], ws[m + uint32(1)],
+                  gs, gb, ok)
+        if n == 1:
+            return step
+        head = make(n - 1)
+
+        @step_fn
+        def steps(pc, acc0, acc1, rs, ws, t2, gs, gb, ok):
+            head(pc, acc0, acc1, rs, ws, t2, gs, gb, ok)
+            step(pc, acc0, acc1, rs, ws, t2, gs, gb, ok)
+        return steps
+
+    all_steps = make(b // 8)
+
+    @cuda.jit(device=True, inline=True)
+    def stores(out, acc0, acc1, rs, ws, t2, cb, gs, gb, ok):
+        all_steps(uint64(gaddr(out, cb)), acc0, acc1, rs, ws, t2, gs, gb, ok)
+    return stores
 
 
 def build_combine(key: LaunchKey) -> KernelSpec:

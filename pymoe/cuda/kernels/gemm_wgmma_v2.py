@@ -94,8 +94,7 @@ from .common import (TILE_ROWS, Shape, e8m0_rows, f16_rows, make_decoder, make_p
 from .gemm_mma import make_route_row
 from .intrinsics import SIM
 from .ptx import (cp_async4_g, cp_async8_g, cp_async16_g, cp_async16_z, cp_commit, gaddr,
-                  e4m3x2_f16x2, ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait,
-                  make_stg_f32_if, mul2_bf16,
+                  e4m3x2_f16x2, ld_nc1, ld_nc4, lds1, lds2, lds4, make_cp_wait, mul2_bf16,
                   mul2_bf16_hi, mul2_bf16_lo, mul2_f16, mul2_f16_hi, mul2_f16_lo, prmt,
                   smem_u32, sts4)
 from .wgmma import (fence_proxy_async, make_acc_fill, make_store_acc_t, make_wgmma_rs,
@@ -146,7 +145,7 @@ def make_tile_gemm(key: LaunchKey, sh: Shape, block: int, gather_tokens: bool,
     """The v2 twin of gemm_wgmma.make_tile_gemm (see the module docstring).
     ``accs`` (the wide loop only): the GEMM returns its (acc0, acc1) fragments
     in registers instead of storing them into the tile (its ring copies done, no
-    barrier after): make_acc_stores writes them where they go."""
+    barrier after): fc2's make_acc_stores writes them where they go."""
     bf16 = key.dtype == "bfloat16"
     pair16 = make_pair16(key.dtype)
     scale_value = make_scale_value(key.format)
@@ -784,61 +783,3 @@ def acc_post(key: LaunchKey) -> float:
     if key.format == "nvfp4":
         return 1024.0 if bf16 else 2.0 ** 14
     return 256.0 if bf16 else 1.0
-
-
-def make_acc_stores(key: LaunchKey, block: int, apply):
-    """stores(out, acc0, acc1, rs, ws, t2, cb, gs, gb, ok): the wide loop's
-    fragments (make_tile_gemm(accs=True)) straight to the route rows, no tile in
-    shared memory: out[rs[m] * H + n] = apply(acc x post, gs, gb[.], ws[m]) for
-    each route m of this thread's fragment columns (m = 8 j + t2 + v, t2 = 2
-    (lane % 4), v = 0, 1; rs[m] < 0: padding, not stored) and its four columns
-    n = cb + (0, 8, 64, 72): rows g and g + 8 of its warp's 16 in m-tiles 0 and
-    1 (cb = n0 + 128 (warp / 4) + 16 (warp % 4) + lane / 4: make_tile_gemm's
-    m_tile and store_mtile); gb and ok are per column (bias, column < H; ok
-    read only where tile_n does not divide H).  One inlined step a fragment column group
-    j, so every accumulator index is a constant; the stores are predicated (no
-    branch a route), from one address a route (&out[cb] + rs[m] x 4 H)."""
-    b = block
-    assert WGMMA_V2_MTILES[b] == 2, b
-    post = float32(acc_post(key))
-    row_bytes = 4 * key.hidden_size
-    tail = key.hidden_size % key.tile_n != 0     # ok matters: the last n-tile's past H
-    st0, st8, st64, st72 = (make_stg_f32_if(4 * c) for c in (0, 8, 64, 72))
-
-    @cuda.jit(device=True, inline=True)
-    def route(pc, acc0, acc1, i0, i1, r, wm, gs, gb, ok):
-        live = r >= 0
-        addr = pc + uint64(int64(r) * int64(row_bytes))     # (r < 0: not stored)
-        p0 = p1 = p2 = p3 = live
-        if tail:
-            p0, p1, p2, p3 = ok[0] & live, ok[1] & live, ok[2] & live, ok[3] & live
-        st0(addr, apply(acc0[i0] * post, gs, gb[0], wm), p0)
-        st8(addr, apply(acc0[i1] * post, gs, gb[1], wm), p1)
-        st64(addr, apply(acc1[i0] * post, gs, gb[2], wm), p2)
-        st72(addr, apply(acc1[i1] * post, gs, gb[3], wm), p3)
-
-    def make(n):
-        j = n - 1
-
-        @step_fn
-        def step(pc, acc0, acc1, rs, ws, t2, gs, gb, ok):
-            m = uint32(8 * j) + t2
-            route(pc, acc0, acc1, 4 * j, 4 * j + 2, rs[m], ws[m], gs, gb, ok)
-            route(pc, acc0, acc1, 4 * j + 1, 4 * j + 3, rs[m + uint32(1)], ws[m + uint32(1)],
-                  gs, gb, ok)
-        if n == 1:
-            return step
-        head = make(n - 1)
-
-        @step_fn
-        def steps(pc, acc0, acc1, rs, ws, t2, gs, gb, ok):
-            head(pc, acc0, acc1, rs, ws, t2, gs, gb, ok)
-            step(pc, acc0, acc1, rs, ws, t2, gs, gb, ok)
-        return steps
-
-    all_steps = make(b // 8)
-
-    @cuda.jit(device=True, inline=True)
-    def stores(out, acc0, acc1, rs, ws, t2, cb, gs, gb, ok):
-        all_steps(uint64(gaddr(out, cb)), acc0, acc1, rs, ws, t2, gs, gb, ok)
-    return stores

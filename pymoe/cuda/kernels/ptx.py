@@ -64,7 +64,8 @@ __all__ = ["prmt", "min_u16x2", "mul2_bf16", "mul2_bf16_lo", "mul2_bf16_hi", "mu
            "ld_nc2", "ld_nc4", "ld_nc1", "ld_nc_u8", "ld_g4", "smem_u32", "gaddr", "cp_async16_g",
            "cp_async8_g", "cp_async4_g",
            "cp_commit", "make_cp_wait", "cp_async16_z", "lds4", "lds2", "lds1", "sts2", "sts4",
-           "stg2", "stg4", "make_stg_f32_if", "pack_bf16x2", "pack_f16x2", "pdl_wait", "pdl_trigger", "PDL_OPS"]
+           "stg2", "stg4", "make_stg_f32_if", "pack_bf16x2", "pack_f16x2", "pdl_wait",
+           "pdl_trigger", "PDL_OPS"]
 
 _I32 = ir.IntType(32)
 _I16 = ir.IntType(16)

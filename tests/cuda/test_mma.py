@@ -130,7 +130,7 @@ def test_epilogues_vector_io_ptx(gemm, block, inter):
     (ex2.approx, no IEEE division).  I = 38 (not a multiple of 4): fc1 falls back
     to a column a thread, 2-byte stores.  fc2 on wgmma's wide loop (blocks of
     128 / 144) stores its accumulators from registers instead: predicated 4-byte
-    stores, no tile in shared memory (gemm_wgmma_v2.make_acc_stores)."""
+    stores, no tile in shared memory (kernels/fc2.py make_acc_stores)."""
     from pymoe.cuda import launch
     from pymoe.cuda.kernels.common import EPI_VEC, epilogue_vec
     from pymoe.geometry import launch_keys

@@ -116,7 +116,7 @@ def build(key: LaunchKey) -> KernelSpec:
 def _direct_kernel(key: LaunchKey, sh, b: int, consts, apply):
     """fc2 on the wide loop (two m-tiles a warpgroup, blocks of 128 / 144): the
     accumulators go from registers straight to the route rows
-    (gemm_wgmma_v2.make_acc_stores), with no tile in shared memory and no
+    (make_acc_stores below), with no tile in shared memory and no
     barrier between the last wgmma and the stores; each store writes 32-byte
     runs (a warp: 8 consecutive columns of 4 routes)."""
     gemm = make_tile_gemm(key, sh, b, gather_tokens=False, accs=True)

@@ -164,16 +164,17 @@ def _direct_kernel(key: LaunchKey, sh, b: int, consts, apply):
 
 def make_acc_stores(key: LaunchKey, block: int, apply):
     """stores(out, acc0, acc1, rs, ws, t2, cb, gs, gb, ok): the wide loop's
-    fragments (gemm_wgmma_v2.make_tile_gemm(accs=True)) straight to the route rows, no tile in
-    shared memory: out[rs[m] * H + n] = apply(acc x post, gs, gb[.], ws[m]) for
-    each route m of this thread's fragment columns (m = 8 j + t2 + v, t2 = 2
-    (lane % 4), v = 0, 1; rs[m] < 0: padding, not stored) and its four columns
-    n = cb + (0, 8, 64, 72): rows g and g + 8 of its warp's 16 in m-tiles 0 and
-    1 (cb = n0 + 128 (warp / 4) + 16 (warp % 4) + lane / 4: gemm_wgmma_v2's
-    m_tile and store_mtile); gb and ok are per column (bias, column < H; ok
-    read only where tile_n does not divide H).  One inlined step a fragment column group
-    j, so every accumulator index is a constant; the stores are predicated (no
-    branch a route), from one address a route (&out[cb] + rs[m] x 4 H)."""
+    fragments (gemm_wgmma_v2.make_tile_gemm(accs=True)) straight to the route
+    rows, no tile in shared memory: out[rs[m] * H + n] = apply(acc x post, gs,
+    gb[.], ws[m]) for each route m of this thread's fragment columns (m = 8 j +
+    t2 + v, t2 = 2 (lane % 4), v = 0, 1; rs[m] < 0: padding, not stored) and
+    its four columns n = cb + (0, 8, 64, 72): rows g and g + 8 of its warp's 16
+    in m-tiles 0 and 1 (cb = n0 + 128 (warp / 4) + 16 (warp % 4) + lane / 4:
+    gemm_wgmma_v2's m_tile and store_mtile); gb and ok are per column (bias,
+    column < H; ok read only where tile_n does not divide H).  One inlined step
+    a fragment column group j, so every accumulator index is a constant; the
+    stores are predicated (no branch a route), from one address a route
+    (&out[cb] + rs[m] x 4 H)."""
     b = block
     assert WGMMA_V2_MTILES[b] == 2, b
     post = float32(acc_post(key))

@@ -1,7 +1,8 @@
 # Stop 65's call: fc2's wide-loop accumulators stored from registers straight to the route rows
 # (no tile in shared memory, no barrier: the working tree at the time, exported to .revs/dx)
-# beside main (.revs/m2): ncu's source view of main's qwen3-30b-a3b T = 4096 fc2 first (ncu72.sh's
-# question: where its ~8 us a CTA outside the k-loop go), then benchmarks/block_cut.py at
+# beside main (.revs/m2): with NCU=1, ncu's source view of main's qwen3-30b-a3b T = 4096 fc2 first
+# (ncu72.sh's question: where its ~8 us a CTA outside the k-loop go; step 50 ran without it,
+# 552 s), then benchmarks/block_cut.py at
 # blocks of 144 (qwen3-30b-a3b and gpt-oss-120b T = 4096), two rounds alternating; then on
 # .revs/dx test_wgmma's wide cases in 6 shards.  Keys: .revs/ls68.tgz (main at T = 4096) and
 # .revs/dx73.tgz (the bench at 144 and test_wgmma's wide cases on .revs/dx).

@@ -52,11 +52,11 @@ def build(key: LaunchKey) -> KernelSpec:
     rows = acc_route_words(key.gemm, b)         # tile words a route: its tn rows (+ pad)
     acc_n = acc_tile_words(key, b)              # b x tn, or more: the GEMM's B ring
     acc_shape = 0 if dyn else acc_n
-    on_input = key.router_on_input
     assert b <= nthr and nthr % tn == 0, (b, nthr, tn)
     vec = epilogue_vec(hid, tn, nthr)           # columns a thread of the epilogue
     groups = tn // vec                          # its column groups a route
     mstep = nthr // groups                      # its routes a pass
+    slot_routes = make_slot_routes(b, key.router_on_input)
 
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, g2, b2, route_out):
         tid = cuda.threadIdx.x
@@ -71,11 +71,7 @@ def build(key: LaunchKey) -> KernelSpec:
         ws = cuda.shared.array(b, float32)          # and its router weight
         gemm(acc, blk, e, n0, a, w, s, pri, n_routes, top_k, tw)
         pdl_trigger()           # the combine may be scheduled (see fc1)
-        if tid < b:             # the route and weight loaded once a slot, not per output
-            r = int64(pri[blk * b + tid])
-            ok = r < n_routes
-            rs[tid] = int32(r) if ok else int32(-1)
-            ws[tid] = tw[r] if ok and not on_input else float32(1.0)
+        slot_routes(rs, ws, pri, blk, n_routes, tw)
         cuda.syncthreads()
         # thread tid takes columns c .. c + vec - 1 of routes m, m + mstep, ...:
         # the columns' scales and biases once, 32-bit tile indices, unsigned
@@ -113,6 +109,22 @@ def build(key: LaunchKey) -> KernelSpec:
     return KernelSpec(kernel, sig, nthr, **spec)
 
 
+def make_slot_routes(b: int, on_input: bool):
+    """slot_routes(rs, ws, pri, blk, n_routes, tw): threads below b put slot m's
+    route into rs[m] (-1: padding) and its router weight into ws[m] (1 with the
+    weight on the input), once a slot rather than per output; the caller's
+    barrier publishes them."""
+    @cuda.jit(device=True, inline=True)
+    def slot_routes(rs, ws, pri, blk, n_routes, tw):
+        tid = cuda.threadIdx.x
+        if tid < b:
+            r = int64(pri[blk * b + tid])
+            ok = r < n_routes
+            rs[tid] = int32(r) if ok else int32(-1)
+            ws[tid] = tw[r] if ok and not on_input else float32(1.0)
+    return slot_routes
+
+
 def _direct_kernel(key: LaunchKey, sh, b: int, consts, apply):
     """fc2 on the wide loop (two m-tiles a warpgroup, blocks of 128 / 144): the
     accumulators go from registers straight to the route rows
@@ -122,10 +134,10 @@ def _direct_kernel(key: LaunchKey, sh, b: int, consts, apply):
     gemm = make_tile_gemm(key, sh, b, gather_tokens=False, accs=True)
     stores = make_acc_stores(key, b, apply)
     cta_expert = make_cta_expert(key)
+    slot_routes = make_slot_routes(b, key.router_on_input)
     hid = key.hidden_size
     tn = key.tile_n
-    on_input = key.router_on_input
-    acc_shape = 0 if acc_tile_dyn_bytes(key, b) else acc_tile_words(key, b)
+    assert acc_tile_dyn_bytes(key, b) > 0, b     # the ring: dynamic shared memory
 
     def kernel(a, pri, beid, n_routes, top_k, tw, w, s, g2, b2, route_out):
         tid = cuda.threadIdx.x
@@ -135,14 +147,11 @@ def _direct_kernel(key: LaunchKey, sh, b: int, consts, apply):
         e = cta_expert(beid, pri, blk, n_routes)
         if e < 0:
             return
-        acc = cuda.shared.array(acc_shape, float32, alignment=ACC_ALIGN)  # (0: dynamic)
+        acc = cuda.shared.array(0, float32, alignment=ACC_ALIGN)  # (the ring)
         rs = cuda.shared.array(b, int32)            # slot m's route (-1: padding)
         ws = cuda.shared.array(b, float32)          # and its router weight
-        if tid < b:             # (published by the GEMM's first k-tile barrier)
-            r = int64(pri[blk * b + tid])
-            ok = r < n_routes
-            rs[tid] = int32(r) if ok else int32(-1)
-            ws[tid] = tw[r] if ok and not on_input else float32(1.0)
+        slot_routes(rs, ws, pri, blk, n_routes, tw)     # (published by the GEMM's
+        #                                                 first k-tile barrier)
         acc0, acc1 = gemm(acc, blk, e, n0, a, w, s, pri, n_routes, top_k, tw)
         pdl_trigger()           # the combine may be scheduled (see fc1)
         warp = uint32(tid) >> uint32(5)

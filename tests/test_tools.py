@@ -314,3 +314,33 @@ def test_launch_share_checks_names_and_runs_the_bench():
                          "--repeats", "1", "--no-progress"], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert "tiny" in ok.stdout and " ref " in ok.stdout
+
+
+def test_sass_report_hottest_loop_weighs_wgmma_by_n():
+    """tools/sass_report.py's hottest loop is the one with the most tensor-core
+    work per instruction: of the wide loop's two copies (8 HGMMA each, the n64
+    one 360 instructions, the n144 one 365) the n144 one, which full blocks run;
+    HMMA counts one n8 step; a loop without tensor-core ops loses to one with."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import sass_report as sr
+    finally:
+        sys.path.pop(0)
+    assert sr.mma_work("HGMMA", ".64x144x16.F32.BF16") == 18
+    assert sr.mma_work("HGMMA", ".64x64x16.F32.BF16") == 8
+    assert sr.mma_work("HMMA", ".16816.F32.BF16") == 1
+    assert sr.mma_work("FFMA", "") == 0
+
+    def loop(start, n, mma_mods):
+        k = n - 1 - len(mma_mods)
+        body = [(start + 16 * i, "IMAD", "", "R1, R2, R3, R4") for i in range(k)]
+        body += [(start + 16 * (k + j), "HGMMA", m, "R0, gdesc[UR4]")
+                 for j, m in enumerate(mma_mods)]
+        end = start + 16 * (n - 1)
+        return body + [(end, "BRA", "", f"0x{start:x}")]
+
+    n64 = loop(0x100, 360, [".64x64x16.F32.BF16"] * 8)
+    n144 = loop(0x100 + 16 * 400, 365, [".64x144x16.F32.BF16"] * 8)
+    plain = loop(0x100 + 16 * 800, 40, [])
+    assert sr.hottest_loop(n64 + n144 + plain) == (n144[0][0], n144[-1][0])
+    assert sr.hottest_loop(plain) == (plain[0][0], plain[-1][0])

@@ -104,11 +104,22 @@ def classify(op: str, mods: str) -> str:
     return "other"
 
 
+def mma_work(op: str, mods: str) -> int:
+    """A tensor-core instruction's work in units of an n8 step: HGMMA.64xNx16 N /
+    8 (the wide loop's n144 copy does more than its n64 twin for the same
+    count), HMMA 1; 0 for anything else."""
+    if op == "HGMMA":
+        m = re.match(r"\.\d+x(\d+)x", mods)
+        return int(m.group(1)) // 8 if m else 1
+    return 1 if op == "HMMA" else 0
+
+
 def hottest_loop(ins) -> tuple[int, int] | None:
     """(start, end) addresses of the hottest backward-branch loop: the one with the
-    densest HMMA (HMMA per instruction) when any loop has HMMA, which is the
-    innermost tensor-core loop; else the one with the most FFMA, then the
-    tightest.  None for straight-line code."""
+    most tensor-core work per instruction (mma_work) when any loop has HMMA /
+    HGMMA, which is the innermost tensor-core loop (and of the wide loop's
+    n64 / n144 copies the n144 one, which full blocks run); else the one with
+    the most FFMA, then the tightest.  None for straight-line code."""
     cands = []
     for addr, op, _mods, operands in ins:
         if op != "BRA":
@@ -118,7 +129,7 @@ def hottest_loop(ins) -> tuple[int, int] | None:
             continue
         target = int(t.group(1), 16)
         body = [i for i in ins if target <= i[0] <= addr]
-        mma = sum(1 for i in body if i[1] in ("HMMA", "HGMMA"))
+        mma = sum(mma_work(i[1], i[2]) for i in body)
         fma = sum(1 for i in body if i[1] == "FFMA")
         cands.append(((target, addr), mma, fma, len(body)))
     if not cands:

@@ -1,8 +1,9 @@
 # Stop 66's second call, three parts.  (A) where fc2's store cost (d78: predicated off, qwen3-30b-a3b
 # T = 4096 -70 us) sits: l2 is .revs/dx with every route row stored into rows r & 1023 (8 MB, L2-
 # resident: the same instructions and L1 traffic, no DRAM write-back); beside dx and sg (d78's
-# staggered first wave) at blocks of 144, qwen3 two rounds, gpt-oss-120b one.  (B) d75.sh: fc1 on
-# the wide loop storing from registers (.revs/f1) against dx, then test_wgmma's wide cases on f1.
+# staggered first wave) at blocks of 144, qwen3 and gpt-oss-120b two rounds each.  (B) d75.sh
+# (git show 7e9af93:docs/wip/): fc1 on the wide loop storing from registers (.revs/f1) against
+# dx, then test_wgmma's wide cases on f1.
 # (C) d76.sh: memcheck over the wide wgmma cases and racecheck at b144 on f1 (fc1 and fc2 direct).
 # Keys: .revs/d79.tgz (dx_bc l2_bc sg_bc f1_bc f1_t).
 # carry [".whl", ".revs/d79.tgz", ".revs/dx", ".revs/l2", ".revs/sg", ".revs/f1"]

@@ -10,9 +10,7 @@
 . docs/wip/dev.sh
 dev_setup
 export OMP_NUM_THREADS=2
-tar -xzf .revs/d80.tgz
-for d in dx_bc dx_t; do python3 tools/ptx_pack.py install .revs/pack/$d --tree .revs/dx 2>&1 | tail -n 1; done
-for d in bk_bc bk_t; do python3 tools/ptx_pack.py install .revs/pack/$d --tree .revs/bk 2>&1 | tail -n 1; done
+tree_packs .revs/d80.tgz dx_bc:dx dx_t:dx bk_bc:bk bk_t:bk
 for r in 1 2; do for t in dx bk; do
   bc $t q_${t}_$r qwen3-30b-a3b "144:4096" 60
   bc $t g_${t}_$r gpt-oss-120b "144:4096" 70

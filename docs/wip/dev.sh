@@ -44,6 +44,15 @@ dev_packs() {
   for d in "$@"; do python3 tools/ptx_pack.py install "$d" --tree "${TREE:-.}" 2>&1 | tail -n 1; done
   echo "installed in $SECONDS s"
 }
+tree_packs() {
+  # tree_packs TGZ NAME:TREE ...: unpack TGZ, then install .revs/pack/NAME into .revs/TREE's key
+  # hashes (each tree's own source)
+  local tgz=$1 p; shift
+  tar -xzf "$tgz"
+  for p in "$@"; do
+    python3 tools/ptx_pack.py install ".revs/pack/${p%%:*}" --tree ".revs/${p#*:}" 2>&1 | tail -n 1
+  done
+}
 san() {
   local tool=$1 name=$2; shift 2
   local bin; bin=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)

@@ -579,12 +579,17 @@ if config.ENABLE_CUDASIM:
         _ARRS[w] = arr
         return _np.int64((w << 40) + int(idx) * arr.dtype.itemsize)
 
+    def _sim_at(g, off=0):
+        """_sim_gaddr's inverse: the array and element index at fake address g +
+        off bytes (element-aligned)."""
+        arr = _ARRS[int(g) >> 40]
+        byte = (int(g) & ((1 << 40) - 1)) + off
+        assert byte % arr.dtype.itemsize == 0
+        return arr, byte // arr.dtype.itemsize
+
     def _sim_copy_g(words):
         def cp(saddr, g):
-            arr = _ARRS[int(g) >> 40]
-            off = int(g) & ((1 << 40) - 1)
-            assert off % arr.dtype.itemsize == 0
-            _sim_copy(words)(saddr, arr, off // arr.dtype.itemsize)
+            _sim_copy(words)(saddr, *_sim_at(g))
         return cp
 
     def _sim_copy_z(saddr, g, nbytes):
@@ -630,8 +635,8 @@ if config.ENABLE_CUDASIM:
     def _sim_make_stg_if(off: int):
         def stg_if(addr, val, ok):
             if ok:
-                arr = _ARRS[int(addr) >> 40]
-                arr[((int(addr) & ((1 << 40) - 1)) + off) // arr.dtype.itemsize] = val
+                arr, i = _sim_at(addr, off)
+                arr[i] = val
         return stg_if
 
     def _sim_pack(to16):

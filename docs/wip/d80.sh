@@ -2,7 +2,7 @@
 # and one bulk copy a route (docs/wip/bulk-rows.patch, branch bst, exported to .revs/bk) beside
 # main's register stores (.revs/dx = HEAD's kernels): block_cut at blocks of 144 (qwen3-30b-a3b,
 # gpt-oss-120b T = 4096), two rounds alternating; then on bk test_wgmma's wide cases in 6 shards,
-# then memcheck over the b128 wgmma cases (packed) and racecheck at b144 (440).  Prediction
+# then memcheck over the b128 and b144 wgmma cases (packed) and racecheck at b144 (440).  Prediction
 # (step 51): up to -44 us on qwen3-30b-a3b (the SM side of its stores), less on gpt-oss-120b.
 # Keys: .revs/d80.tgz (dx_bc dx_t bk_bc bk_t: bk is the patch on d4dee1e; dx main's kernels of
 # 4b0ea9c + refactors).  Re-export and repack if pymoe/cuda or geometry.py changed since.
@@ -22,6 +22,7 @@ shards 6 $((${TLB:-330} - SECONDS)) tests/cuda/test_wgmma.py \
 echo "== tests done at $SECONDS s"
 LIM=$((${TL:-560} - SECONDS)) san memcheck mc_128 tests/cuda/test_wgmma.py -k "b128 and wgmma"
 LIM=$((${TL:-560} - SECONDS)) san racecheck rc_144 tests/cuda/test_wgmma.py -k "b144 and wgmma and 440"
+LIM=$((${TL:-560} - SECONDS)) san memcheck mc_144 tests/cuda/test_wgmma.py -k "b144 and wgmma"
 wait
-san_report mc_128 rc_144
+san_report mc_128 rc_144 mc_144
 echo "total $SECONDS s"

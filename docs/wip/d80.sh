@@ -17,6 +17,7 @@ for r in 1 2; do for t in dx bk; do
 done; done
 bc_report 3
 cd .revs/bk && export PYTHONPATH=/tmp/site:$PWD
+timeout 60 python3 -m pytest -q -p no:cacheprovider -m gpu tests/cuda/test_bulk.py 2>&1 | tail -n 3
 shards 6 $((${TLB:-330} - SECONDS)) tests/cuda/test_wgmma.py \
   -k "b128 or b144 or nan_scale or e4m3_code or x_not_16"
 echo "== tests done at $SECONDS s"

@@ -1,0 +1,36 @@
+# Stop 68: on an H200, the peers side by side on main (keys .revs/peers81.tgz); on any other
+# card: (1) the decode fold in place (branch dfold, exported to .revs/df) beside main, the
+# harness's pymoe alone at T = 1 / 8 / 64 on the three layers, two rounds alternating;
+# (2) test_gpu's fold and misaligned decode cases on df; (3) d84.sh's ncu of fc2 at T = 4096
+# on main while time lasts.  Prediction (local SASS, deepseek-v3 T = 1: decode_fc1's loop
+# 281 -> 250 instructions, decode_fc2's 241 -> 227): deepseek-v3 T = 1 -3 .. -5 us (its
+# decode_fc1 is issue-bound, step 33), less on the others.
+# Keys: main's are peers81.tgz's (--peer-layer at T = 1 .. 4096) and ls84.tgz's (d84.sh);
+# .revs/d85.tgz holds df_peers (`ptx_pack.py pack .revs/pack/df_peers --tree .revs/df
+# --peer-layer --preset qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 1,8,64`) and df_t
+# (--case-list tests.cuda.test_gpu:FOLD_CASES / MISALIGNED_CASES).
+# carry [".whl", ".peers", ".revs/peers81.tgz", ".revs/ls84.tgz", ".revs/d85.tgz", ".revs/df"]
+. docs/wip/dev.sh
+PACKS=.revs/peers81.tgz h200_harness && exit
+dev_setup
+dev_packs .revs/peers81.tgz
+tree_packs .revs/d85.tgz df_peers:df df_t:df
+for r in 1 2; do for t in main df; do
+  d=$PWD; [ $t = main ] || d=$PWD/.revs/$t
+  PYTHONPATH=/tmp/site:$d timeout 100 python3 .peers/bench_peers.py --peers pymoe \
+    --preset qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 1,8,64 > $OUT/p_${t}_$r.txt 2>&1
+  echo "$t round $r rc $? at $SECONDS s"
+done; done
+for f in $OUT/p_*.txt; do echo "== $f"; grep "^pymoe" $f | awk '{print $2, $3, $5}'; done
+(cd .revs/df && PYTHONPATH=/tmp/site:$PWD timeout 120 python3 -m pytest -q -p no:cacheprovider \
+  -m gpu tests/cuda/test_gpu.py -k "fold or decode_misaligned" 2>&1 | tail -n 4)
+echo "== tests at $SECONDS s"
+[ $SECONDS -lt 330 ] || exit 0
+dev_packs .revs/ls84.tgz
+for p in qwen3-30b-a3b gpt-oss-120b; do
+  mkdir -p $OUT/$p
+  NT=100 KBASE=mangled KREGEX=regex:kernels3fc2 OUT=$OUT/$p bash tools/ncu_source.sh $p 4096 1 \
+    > $OUT/ncu_$p.txt 2>&1 || true
+  echo "== $p at $SECONDS s"; head -n 45 $OUT/$p/src_T4096.txt 2>/dev/null
+done
+echo "total $SECONDS s"

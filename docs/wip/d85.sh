@@ -15,17 +15,17 @@ PACKS=.revs/peers81.tgz h200_harness && exit
 dev_setup
 dev_packs .revs/peers81.tgz
 tree_packs .revs/d85.tgz df_peers:df df_t:df
-for r in 1 2; do for t in main df; do
+for r in $(seq ${ROUNDS:-2}); do for t in main df; do
   d=$PWD; [ $t = main ] || d=$PWD/.revs/$t
   PYTHONPATH=/tmp/site:$d timeout 100 python3 .peers/bench_peers.py --peers pymoe \
-    --preset qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 1,8,64 > $OUT/p_${t}_$r.txt 2>&1
+    --preset ${PPRE:-qwen3-30b-a3b,gpt-oss-120b,deepseek-v3} --tokens ${PTOK:-1,8,64} > $OUT/p_${t}_$r.txt 2>&1
   echo "$t round $r rc $? at $SECONDS s"
 done; done
 for f in $OUT/p_*.txt; do echo "== $f"; grep "^pymoe" $f | awk '{print $2, $3, $5}'; done
 (cd .revs/df && PYTHONPATH=/tmp/site:$PWD timeout 120 python3 -m pytest -q -p no:cacheprovider \
   -m gpu tests/cuda/test_gpu.py -k "fold or decode_misaligned" 2>&1 | tail -n 4)
 echo "== tests at $SECONDS s"
-[ $SECONDS -lt 330 ] || exit 0
+[ $SECONDS -lt ${NCU_BY:-330} ] || exit 0
 dev_packs .revs/ls84.tgz
 for p in qwen3-30b-a3b gpt-oss-120b; do
   mkdir -p $OUT/$p

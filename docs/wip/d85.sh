@@ -11,7 +11,7 @@
 # (--case-list tests.cuda.test_gpu:FOLD_CASES / MISALIGNED_CASES).
 # carry [".whl", ".peers", ".revs/peers81.tgz", ".revs/ls84.tgz", ".revs/d85.tgz", ".revs/df"]
 . docs/wip/dev.sh
-PACKS=.revs/peers81.tgz h200_harness && exit
+[ "${HARN:-1}" = 1 ] && PACKS=.revs/peers81.tgz h200_harness && exit
 dev_setup
 dev_packs .revs/peers81.tgz
 tree_packs .revs/d85.tgz df_peers:df df_t:df

@@ -9,21 +9,29 @@
 # .revs/d85.tgz holds df_peers (`ptx_pack.py pack .revs/pack/df_peers --tree .revs/df
 # --peer-layer --preset qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 1,8,64`) and df_t
 # (--case-list tests.cuda.test_gpu:FOLD_CASES / MISALIGNED_CASES).
-# carry [".whl", ".peers", ".revs/peers81.tgz", ".revs/ls84.tgz", ".revs/d85.tgz", ".revs/df"]
+# Also branch dfold2 (.revs/df2: the narrow decode_fc2 folded too, qwen3-30b-a3b's) on
+# qwen3-30b-a3b only, keys .revs/d85b.tgz (df2_peers: --preset qwen3-30b-a3b --tokens 1,8,64;
+# df2_t: the same case lists).  TREES (default "main df df2") picks the trees.
+# carry [".whl", ".peers", ".revs/peers81.tgz", ".revs/ls84.tgz", ".revs/d85.tgz", ".revs/df",
+#        ".revs/d85b.tgz", ".revs/df2"]
 . docs/wip/dev.sh
 [ "${HARN:-1}" = 1 ] && PACKS=.revs/peers81.tgz h200_harness && exit
 dev_setup
 dev_packs .revs/peers81.tgz
 tree_packs .revs/d85.tgz df_peers:df df_t:df
-for r in $(seq ${ROUNDS:-2}); do for t in main df; do
+tree_packs .revs/d85b.tgz df2_peers:df2 df2_t:df2
+for r in $(seq ${ROUNDS:-2}); do for t in ${TREES:-main df df2}; do
   d=$PWD; [ $t = main ] || d=$PWD/.revs/$t
+  pre=${PPRE:-qwen3-30b-a3b,gpt-oss-120b,deepseek-v3}; [ $t = df2 ] && pre=qwen3-30b-a3b
   PYTHONPATH=/tmp/site:$d timeout 100 python3 .peers/bench_peers.py --peers pymoe \
-    --preset ${PPRE:-qwen3-30b-a3b,gpt-oss-120b,deepseek-v3} --tokens ${PTOK:-1,8,64} > $OUT/p_${t}_$r.txt 2>&1
+    --preset $pre --tokens ${PTOK:-1,8,64} > $OUT/p_${t}_$r.txt 2>&1
   echo "$t round $r rc $? at $SECONDS s"
 done; done
 for f in $OUT/p_*.txt; do echo "== $f"; grep "^pymoe" $f | awk '{print $2, $3, $5}'; done
-(cd .revs/df && PYTHONPATH=/tmp/site:$PWD timeout 120 python3 -m pytest -q -p no:cacheprovider \
-  -m gpu tests/cuda/test_gpu.py -k "fold or decode_misaligned" 2>&1 | tail -n 4)
+for t in df df2; do
+  (cd .revs/$t && PYTHONPATH=/tmp/site:$PWD timeout 120 python3 -m pytest -q -p no:cacheprovider \
+    -m gpu tests/cuda/test_gpu.py -k "fold or decode_misaligned" 2>&1 | tail -n 4)
+done
 echo "== tests at $SECONDS s"
 [ $SECONDS -lt ${NCU_BY:-330} ] || exit 0
 dev_packs .revs/ls84.tgz

@@ -34,11 +34,5 @@ for t in df df2; do
 done
 echo "== tests at $SECONDS s"
 [ $SECONDS -lt ${NCU_BY:-330} ] || exit 0
-dev_packs .revs/ls84.tgz
-for p in qwen3-30b-a3b gpt-oss-120b; do
-  mkdir -p $OUT/$p
-  NT=100 KBASE=mangled KREGEX=regex:kernels3fc2 OUT=$OUT/$p bash tools/ncu_source.sh $p 4096 1 \
-    > $OUT/ncu_$p.txt 2>&1 || true
-  echo "== $p at $SECONDS s"; head -n 45 $OUT/$p/src_T4096.txt 2>/dev/null
-done
+ncu_fc2 .revs/ls84.tgz 100
 echo "total $SECONDS s"

@@ -22,6 +22,9 @@
 #   par_tests P LIM      each test id of $OUT/ids.txt in its own pytest process (each
 #                        compiles its own keys), P at once, LIM s each; then how many
 #                        passed and the tails of the logs that did not pass
+#   ncu_fc2 TGZ [NT]     install TGZ's keys (main's bench keys at T = 4096), then ncu's
+#                        samples of fc2 (tools/ncu_source.sh, NT s each, default 150) on
+#                        qwen3-30b-a3b and gpt-oss-120b into $OUT/<preset>/
 h200_harness() {
   # true after running the peers harness (a63.sh; PACKS, default .revs/peers66.tgz, and its
   # TL / PPRE / PTOK) where the card is an H200; false (nothing run) on any other card, so a
@@ -96,4 +99,14 @@ par_tests() {
     "{}" > "$OUT/t_$(echo "{}" | md5sum | cut -c1-8).txt" 2>&1' < "$OUT/ids.txt"
   echo "tests at $SECONDS s: $(cat $OUT/t_*.txt | grep -cE "[0-9]+ passed") passed of $(wc -l < $OUT/ids.txt)"
   for f in $OUT/t_*.txt; do grep -qE "[0-9]+ passed" $f || { echo "== $f"; tail -n 25 $f; }; done | head -n 80
+}
+ncu_fc2() {
+  local p
+  dev_packs "$1"
+  for p in qwen3-30b-a3b gpt-oss-120b; do
+    mkdir -p $OUT/$p
+    NT=${2:-150} KBASE=mangled KREGEX=regex:kernels3fc2 OUT=$OUT/$p bash tools/ncu_source.sh $p 4096 1 \
+      > $OUT/ncu_$p.txt 2>&1 || true
+    echo "== $p at $SECONDS s"; head -n 45 $OUT/$p/src_T4096.txt 2>/dev/null
+  done
 }

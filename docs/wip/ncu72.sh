@@ -12,11 +12,5 @@
 . docs/wip/dev.sh
 dev_setup
 TL=${TL:-540} h200_harness && exit
-dev_packs .revs/ls68.tgz
-for p in qwen3-30b-a3b gpt-oss-120b; do
-  mkdir -p $OUT/$p
-  NT=${NT:-150} KBASE=mangled KREGEX=regex:kernels3fc2 OUT=$OUT/$p bash tools/ncu_source.sh $p 4096 1 \
-    > $OUT/ncu_$p.txt 2>&1 || true
-  echo "== $p at $SECONDS s"; head -n 45 $OUT/$p/src_T4096.txt 2>/dev/null
-done
+ncu_fc2 .revs/ls68.tgz ${NT:-150}
 echo "total $SECONDS s"

@@ -239,6 +239,11 @@ def test_ptx_pack_fuzz_keys_and_packed_cases(monkeypatch):
     listed = ptx_pack.case_list_keys("tests.cuda.test_self_pack:GPU_KEY_CASES")
     assert listed and None not in listed and len(set(listed)) == len(listed)
     assert any(k.self_pack for k in listed)
+    auto = ptx_pack.case_list_keys("tests.cuda.test_gpu:FOLD_CASES")
+    table = ptx_pack.case_list_keys("tests.cuda.test_gpu:FOLD_CASES:mma")
+    # (the fold test runs each case under both: the table path's decode keys are others)
+    assert {k.gemm for k in table if k.kernel.startswith("decode")} == {""}
+    assert "wgmma" in {k.gemm for k in auto if k.kernel.startswith("decode")}
 
 
 def test_ncu_scripts_profile_another_command(tmp_path):

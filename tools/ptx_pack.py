@@ -142,21 +142,23 @@ def case_keys(spec: str) -> list:
     return problem_keys(p, rest[0] if rest else "wgmma")
 
 
-def cases_keys(cases) -> list:
-    """problem_keys of each Case of ``cases``, each key once, in first-seen order."""
+def cases_keys(cases, gemm=None) -> list:
+    """problem_keys of each Case of ``cases`` (under PYMOE_GEMM ``gemm``; None: auto),
+    each key once, in first-seen order."""
     from tests.problems import make_problem
     keys = []
     for case in cases:
-        keys += [k for k in problem_keys(make_problem(case)) if k not in keys]
+        keys += [k for k in problem_keys(make_problem(case), gemm) if k not in keys]
     return keys
 
 
 def case_list_keys(ref: str) -> list:
-    """problem_keys of every Case in a test module's list, "MODULE:NAME" (e.g.
-    tests.cuda.test_self_pack:GPU_KEY_CASES)."""
+    """problem_keys of every Case in a test module's list, "MODULE:NAME[:GEMM]" (e.g.
+    tests.cuda.test_self_pack:GPU_KEY_CASES; GEMM: the PYMOE_GEMM the test runs them
+    under too, e.g. tests.cuda.test_gpu:FOLD_CASES:mma for the fold test's table path)."""
     import importlib
-    mod, name = ref.split(":")
-    return cases_keys(getattr(importlib.import_module(mod), name))
+    mod, name, *gemm = ref.split(":")
+    return cases_keys(getattr(importlib.import_module(mod), name), *gemm)
 
 
 def suite_keys() -> list:
@@ -279,7 +281,8 @@ def main(argv=None) -> int:
                    help="a test_wgmma.py case's keys too (T-H-I-E-K-DTYPE-FORMAT-ACT-LAYOUT"
                         "[-GEMM])")
     p.add_argument("--case-list", action="append", default=[],
-                   help="MODULE:NAME, a test module's list of Cases (repeatable)")
+                   help="MODULE:NAME[:GEMM], a test module's list of Cases (under PYMOE_GEMM "
+                        "GEMM too; repeatable)")
     p.add_argument("--fuzz", action="store_true",
                    help="the keys of tests/cuda/test_fuzz.py's drawn problems too")
     p.add_argument("--gpu-suite", action="store_true",

@@ -154,8 +154,9 @@ def cases_keys(cases, gemm=None) -> list:
 
 def case_list_keys(ref: str) -> list:
     """problem_keys of every Case in a test module's list, "MODULE:NAME[:GEMM]" (e.g.
-    tests.cuda.test_self_pack:GPU_KEY_CASES; GEMM: the PYMOE_GEMM the test runs them
-    under too, e.g. tests.cuda.test_gpu:FOLD_CASES:mma for the fold test's table path)."""
+    tests.cuda.test_self_pack:GPU_KEY_CASES): as auto picks the GEMM, or as under
+    PYMOE_GEMM=GEMM where it is given (tests.cuda.test_gpu:FOLD_CASES:mma: the fold
+    test's table path, which it runs beside auto's)."""
     import importlib
     mod, name, *gemm = ref.split(":")
     return cases_keys(getattr(importlib.import_module(mod), name), *gemm)
@@ -281,8 +282,8 @@ def main(argv=None) -> int:
                    help="a test_wgmma.py case's keys too (T-H-I-E-K-DTYPE-FORMAT-ACT-LAYOUT"
                         "[-GEMM])")
     p.add_argument("--case-list", action="append", default=[],
-                   help="MODULE:NAME[:GEMM], a test module's list of Cases (under PYMOE_GEMM "
-                        "GEMM too; repeatable)")
+                   help="MODULE:NAME[:GEMM], a test module's list of Cases (as under "
+                        "PYMOE_GEMM=GEMM where given; repeatable)")
     p.add_argument("--fuzz", action="store_true",
                    help="the keys of tests/cuda/test_fuzz.py's drawn problems too")
     p.add_argument("--gpu-suite", action="store_true",

@@ -8,7 +8,9 @@
 # pymoe alone, rounds alternating: main; cv with PYMOE_CARVEOUT=100 (every kernel prefers
 # the most shared memory); dc (=100, qwen3-30b-a3b only: does the narrow fold pay then?).
 # Prediction: cv -1 .. -3 us at T = 1 where decode_fc2 is narrow (qwen3-30b-a3b) and dc
-# at or below main there; little elsewhere.
+# at or below main there; little elsewhere.  Default layers qwen3-30b-a3b and gpt-oss-120b
+# (d85: a tree's first process spends ~60 s loading, a later one ~90 s on all three layers
+# at T = 1 / 8 / 64), so two rounds fit one call; PPRE / PTOK / ROUNDS / TL widen it.
 # Keys: .revs/d87.tgz (cv_peers: `ptx_pack.py pack .revs/pack/cv_peers --tree .revs/cv
 # --peer-layer --preset qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 1,8,64,512,4096`;
 # dc_peers: --tree .revs/dc --preset qwen3-30b-a3b --tokens 1,8,64) and main's peers81.tgz.
@@ -19,8 +21,8 @@ dev_packs .revs/peers81.tgz
 tree_packs .revs/d87.tgz cv_peers:cv dc_peers:dc
 for r in $(seq ${ROUNDS:-2}); do for t in ${TREES:-main cv dc}; do
   d=$PWD; c=""; [ $t = main ] || { d=$PWD/.revs/$t; c=${CARVE:-100}; }
-  pre=${PPRE:-qwen3-30b-a3b,gpt-oss-120b,deepseek-v3}; [ $t = dc ] && pre=qwen3-30b-a3b
-  PYMOE_CARVEOUT=$c PYTHONPATH=/tmp/site:$d timeout ${TL:-130} python3 .peers/bench_peers.py \
+  pre=${PPRE:-qwen3-30b-a3b,gpt-oss-120b}; [ $t = dc ] && pre=qwen3-30b-a3b
+  PYMOE_CARVEOUT=$c PYTHONPATH=/tmp/site:$d timeout ${TL:-110} python3 .peers/bench_peers.py \
     --peers pymoe --preset $pre --tokens ${PTOK:-1,8,64} > $OUT/p_${t}_$r.txt 2>&1
   echo "$t round $r rc $? at $SECONDS s"
 done; done

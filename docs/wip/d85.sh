@@ -11,7 +11,7 @@
 # (--case-list tests.cuda.test_gpu:FOLD_CASES / MISALIGNED_CASES).
 # Also branch dfold2 (.revs/df2: the narrow decode_fc2 folded too, qwen3-30b-a3b's) on
 # qwen3-30b-a3b only, keys .revs/d85b.tgz (df2_peers: --preset qwen3-30b-a3b --tokens 1,8,64;
-# df2_t: the same case lists).  TREES (default "main df df2") picks the trees.
+# df2_t: the same case lists).  TREES (default "main df df2:qwen3-30b-a3b", pymoe_rounds's specs) picks the trees.
 # carry [".whl", ".peers", ".revs/peers81.tgz", ".revs/ls84.tgz", ".revs/d85.tgz", ".revs/df",
 #        ".revs/d85b.tgz", ".revs/df2"]
 . docs/wip/dev.sh
@@ -20,18 +20,8 @@ dev_setup
 dev_packs .revs/peers81.tgz
 tree_packs .revs/d85.tgz df_peers:df df_t:df
 tree_packs .revs/d85b.tgz df2_peers:df2 df2_t:df2
-for r in $(seq ${ROUNDS:-2}); do for t in ${TREES:-main df df2}; do
-  d=$PWD; [ $t = main ] || d=$PWD/.revs/$t
-  pre=${PPRE:-qwen3-30b-a3b,gpt-oss-120b,deepseek-v3}; [ $t = df2 ] && pre=qwen3-30b-a3b
-  PYTHONPATH=/tmp/site:$d timeout 100 python3 .peers/bench_peers.py --peers pymoe \
-    --preset $pre --tokens ${PTOK:-1,8,64} > $OUT/p_${t}_$r.txt 2>&1
-  echo "$t round $r rc $? at $SECONDS s"
-done; done
-for f in $OUT/p_*.txt; do echo "== $f"; grep "^pymoe" $f | awk '{print $2, $3, $5}'; done
-for t in df df2; do
-  (cd .revs/$t && PYTHONPATH=/tmp/site:$PWD timeout 120 python3 -m pytest -q -p no:cacheprovider \
-    -m gpu tests/cuda/test_gpu.py -k "fold or decode_misaligned" 2>&1 | tail -n 4)
-done
+TL=${TL:-100} pymoe_rounds ${TREES:-main df df2:qwen3-30b-a3b}
+for t in df df2; do fold_tests $t; done
 echo "== tests at $SECONDS s"
 [ $SECONDS -lt ${NCU_BY:-330} ] || exit 0
 ncu_fc2 .revs/ls84.tgz 100

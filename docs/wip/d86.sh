@@ -11,8 +11,7 @@
 dev_setup
 tree_packs .revs/d85.tgz df_t:df
 tree_packs .revs/d86.tgz df_tm:df
-(cd .revs/df && PYTHONPATH=/tmp/site:$PWD timeout ${TT:-120} python3 -m pytest -q -p no:cacheprovider \
-  -m gpu -rfE tests/cuda/test_gpu.py -k "fold or decode_misaligned" 2>&1 | tail -n 8)
+fold_tests df ${TT:-120}
 echo "== dfold tests at $SECONDS s"
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   PACKS=.revs/peers81.tgz TL=$((${TOTAL:-590} - SECONDS)) bash docs/wip/a63.sh

@@ -19,12 +19,6 @@
 dev_setup
 dev_packs .revs/peers81.tgz
 tree_packs .revs/d87.tgz cv_peers:cv dc_peers:dc
-for r in $(seq ${ROUNDS:-2}); do for t in ${TREES:-main cv dc}; do
-  d=$PWD; c=""; [ $t = main ] || { d=$PWD/.revs/$t; c=${CARVE:-100}; }
-  pre=${PPRE:-qwen3-30b-a3b,gpt-oss-120b}; [ $t = dc ] && pre=qwen3-30b-a3b
-  PYMOE_CARVEOUT=$c PYTHONPATH=/tmp/site:$d timeout ${TL:-110} python3 .peers/bench_peers.py \
-    --peers pymoe --preset $pre --tokens ${PTOK:-1,8,64} > $OUT/p_${t}_$r.txt 2>&1
-  echo "$t round $r rc $? at $SECONDS s"
-done; done
-for f in $OUT/p_*.txt; do echo "== $f"; grep "^pymoe" $f | awk '{print $2, $3, $5, $8}'; done
+C=PYMOE_CARVEOUT=${CARVE:-100}
+PPRE=${PPRE:-qwen3-30b-a3b,gpt-oss-120b} pymoe_rounds ${TREES:-main cv::$C dc:qwen3-30b-a3b:$C}
 echo "total $SECONDS s"

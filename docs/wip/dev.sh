@@ -22,6 +22,14 @@
 #   par_tests P LIM      each test id of $OUT/ids.txt in its own pytest process (each
 #                        compiles its own keys), P at once, LIM s each; then how many
 #                        passed and the tails of the logs that did not pass
+#   pymoe_rounds SPEC..  the harness's pymoe alone (.peers/bench_peers.py --peers pymoe) from
+#                        each SPEC's tree, ROUNDS (2) rounds alternating, TL (110) s each, PTOK
+#                        (1,8,64) tokens, into $OUT/p_<tree>_<round>.txt; then each file's rows.
+#                        SPEC: TREE[:PRESETS[:VAR=VALUE]] (TREE main: the checkout, else
+#                        .revs/TREE; PRESETS default PPRE or the three layers; VAR=VALUE an
+#                        environment setting for that tree's runs)
+#   fold_tests TREE [LIM] test_gpu's fold and misaligned decode cases from .revs/TREE, LIM
+#                        (120) s, the last lines of pytest's report
 #   ncu_fc2 TGZ [NT]     install TGZ's keys (main's bench keys at T = 4096), then ncu's
 #                        samples of fc2 (tools/ncu_source.sh, NT s each, default 150) on
 #                        qwen3-30b-a3b and gpt-oss-120b into $OUT/<preset>/
@@ -109,4 +117,20 @@ ncu_fc2() {
       > $OUT/ncu_$p.txt 2>&1 || true
     echo "== $p at $SECONDS s"; head -n 45 $OUT/$p/src_T4096.txt 2>/dev/null
   done
+}
+pymoe_rounds() {
+  local r spec t pre var d
+  for r in $(seq ${ROUNDS:-2}); do for spec in "$@"; do
+    IFS=: read -r t pre var <<< "$spec"
+    d=$PWD; [ "$t" = main ] || d=$PWD/.revs/$t
+    env $var PYTHONPATH=/tmp/site:$d timeout ${TL:-110} python3 .peers/bench_peers.py --peers pymoe \
+      --preset ${pre:-${PPRE:-qwen3-30b-a3b,gpt-oss-120b,deepseek-v3}} --tokens ${PTOK:-1,8,64} \
+      > $OUT/p_${t}_$r.txt 2>&1
+    echo "$t round $r rc $? at $SECONDS s"
+  done; done
+  for d in $OUT/p_*.txt; do echo "== $d"; grep "^pymoe" $d | awk '{print $2, $3, $5, $8}'; done
+}
+fold_tests() {
+  (cd .revs/$1 && PYTHONPATH=/tmp/site:$PWD timeout ${2:-120} python3 -m pytest -q -p no:cacheprovider \
+    -m gpu -rfE tests/cuda/test_gpu.py -k "fold or decode_misaligned" 2>&1 | tail -n 8)
 }
